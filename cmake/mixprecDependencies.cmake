@@ -1,0 +1,22 @@
+# The dependencies of mixprec::mixprec, shared by the build tree and the installed package.
+# All of them are Debian packages (scripts/install-deps.sh installs them).
+include_guard(GLOBAL)
+include(CMakeFindDependencyMacro)
+
+find_dependency(Boost 1.74)                 # Boost::headers (Hana)
+find_dependency(Eigen3 3.4 NO_MODULE)       # Eigen3::Eigen
+find_dependency(nlohmann_json 3.10)         # nlohmann_json::nlohmann_json
+find_dependency(Threads)
+
+# Highway: its CMake config if present, else pkg-config's libhwy (both ship in libhwy-dev).
+find_package(hwy CONFIG QUIET)
+if(NOT TARGET mixprec_hwy)
+  add_library(mixprec_hwy INTERFACE IMPORTED)
+  if(TARGET hwy::hwy)
+    target_link_libraries(mixprec_hwy INTERFACE hwy::hwy)
+  else()
+    find_dependency(PkgConfig)
+    pkg_check_modules(MIXPREC_LIBHWY REQUIRED IMPORTED_TARGET libhwy)
+    target_link_libraries(mixprec_hwy INTERFACE PkgConfig::MIXPREC_LIBHWY)
+  endif()
+endif()
