@@ -1,0 +1,197 @@
+// DTypePolicyMap (Keras 3): maps layer paths to policies.
+//
+//   DTypePolicyMap map;                                  // default: the global policy, now
+//   map.set("model/dense_0", "bfloat16");
+//   map.set("model/.*/query", QuantizedDTypePolicy("int8", "float32"));
+//   map.get("model/block_1/query");                      // regex match
+//   map.get("model/dense_2");                            // no match: the default policy
+//
+// Lookup: an exact key wins; otherwise each key is tried as a regular expression that must
+// match the whole path (ECMAScript syntax, close to Python's re for ordinary keys).
+// Iteration follows insertion order.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/runtime/dtype_policy.hpp>
+#include <mixprec/runtime/serialization.hpp>
+
+namespace mixprec {
+
+class DTypePolicyMap {
+ public:
+  /// Without a default policy, the global policy at construction time answers misses.
+  DTypePolicyMap() : default_policy_(dtype_policy()) {}
+  explicit DTypePolicyMap(const DTypePolicy& default_policy)
+      : default_policy_(default_policy), has_default_argument_(true) {}
+
+  /// Adds a key. The value goes through dtype_policies::get. A key that is already present,
+  /// a key that is not a valid regular expression, or a bad value throws std::invalid_argument
+  /// and leaves the map as it was.
+  void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
+  void set(std::string_view key, std::string_view policy) { insert(key, interpret(key, [&] {
+                                                                return dtype_policies::get(policy); }, policy)); }
+  void set(std::string_view key, const char* policy) { set(key, std::string_view(policy)); }
+  void set(std::string_view key, const nlohmann::json& policy) {
+    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, policy.dump()));
+  }
+
+  /// The policy for a layer path: exact key, else the one key whose regex matches the whole
+  /// path, else the default policy. Two or more matching keys throw std::invalid_argument.
+  DTypePolicy get(std::string_view path) const {
+    for (const auto& item : entries_)
+      if (item.key == path) return item.policy;
+    const keyed_policy* match = nullptr;
+    std::vector<std::string_view> matching_keys;
+    for (const auto& item : entries_) {
+      if (!std::regex_match(path.begin(), path.end(), item.pattern)) continue;
+      match = &item;
+      matching_keys.push_back(item.key);
+    }
+    if (matching_keys.size() > 1)
+      throw std::invalid_argument("Path '" + std::string(path) + "' matches multiple dtype policy specification keys: " +
+                                  python_list(matching_keys) +
+                                  ". Please make sure each path only matches at most one dtype policy "
+                                  "specification key in the DTypePolicyMap.");
+    return match ? match->policy : default_policy_;
+  }
+  DTypePolicy operator[](std::string_view path) const { return get(path); }
+
+  /// Removes a key and returns its policy; a missing key throws std::out_of_range.
+  DTypePolicy pop(std::string_view key) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->key != key) continue;
+      DTypePolicy policy = it->policy;
+      entries_.erase(it);
+      return policy;
+    }
+    throw std::out_of_range("'" + detail::quote_for_message(key) + "' is not a key of the DTypePolicyMap.");
+  }
+
+  /// Exact keys only (no regex matching), as Python's `in`.
+  bool contains(std::string_view key) const {
+    for (const auto& item : entries_)
+      if (item.key == key) return true;
+    return false;
+  }
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> result;
+    for (const auto& item : entries_) result.push_back(item.key);
+    return result;
+  }
+
+  const DTypePolicy& default_policy() const { return default_policy_; }
+  /// "map_" + the default policy's name.
+  std::string name() const { return "map_" + std::string(default_policy_.name()); }
+  std::string_view compute_dtype() const { return default_policy_.compute_dtype(); }
+  std::string_view variable_dtype() const { return default_policy_.variable_dtype(); }
+  std::optional<std::string_view> quantization_mode() const { return default_policy_.quantization_mode(); }
+
+  /// {"default_policy": serialized policy or null, "policy_map": {key: serialized policy}},
+  /// as an ordered_json so that the keys keep their insertion order through a round trip.
+  nlohmann::ordered_json get_config() const {
+    nlohmann::ordered_json map = nlohmann::ordered_json::object();
+    for (const auto& item : entries_) map[item.key] = dtype_policies::serialize(item.policy);
+    nlohmann::ordered_json config;
+    config["default_policy"] = has_default_argument_ ? dtype_policies::serialize(default_policy_) : nlohmann::json();
+    config["policy_map"] = std::move(map);
+    return config;
+  }
+
+  /// Accepts get_config()'s output and Keras' (a null default means the global policy). Pass an
+  /// nlohmann::ordered_json (nlohmann::json sorts keys) to keep the file's key order.
+  template <class Json>
+    requires nlohmann::detail::is_basic_json<Json>::value
+  static DTypePolicyMap from_config(const Json& config) {
+    if (!config.is_object())
+      throw std::invalid_argument("Invalid DTypePolicyMap config " + detail::quote_for_message(config.dump()) +
+                                  ": expected an object with 'default_policy' and 'policy_map'.");
+    for (const auto& [key, value] : config.items())
+      if (key != "default_policy" && key != "policy_map")
+        throw std::invalid_argument("Invalid DTypePolicyMap config: unexpected key '" +
+                                    detail::quote_for_message(key) + "'; expected 'default_policy' and 'policy_map'.");
+    const auto default_it = config.find("default_policy");
+    DTypePolicyMap map;
+    if (default_it != config.end() && !default_it->is_null()) {
+      if (default_it->is_object() && default_it->value("class_name", "") == "DTypePolicyMap")
+        throw std::invalid_argument("`default_policy` cannot be a `DTypePolicyMap`.");
+      map = DTypePolicyMap(dtype_policies::get(nlohmann::json(*default_it)));
+    }
+    const auto policies_it = config.find("policy_map");
+    if (policies_it == config.end() || policies_it->is_null()) return map;
+    if (!policies_it->is_object())
+      throw std::invalid_argument("Invalid DTypePolicyMap config: 'policy_map' must be an object of key: policy.");
+    for (const auto& [key, value] : policies_it->items()) map.set(key, nlohmann::json(value));
+    return map;
+  }
+
+  /// <DTypePolicyMap default_policy=float32, mapping=[('model/dense', 'bfloat16')]>
+  friend std::ostream& operator<<(std::ostream& out, const DTypePolicyMap& map) {
+    out << "<DTypePolicyMap default_policy=" << map.default_policy_.name() << ", mapping=[";
+    for (std::size_t i = 0; i < map.entries_.size(); ++i)
+      out << (i ? ", " : "") << "('" << map.entries_[i].key << "', '" << map.entries_[i].policy.name() << "')";
+    return out << "]>";
+  }
+
+ private:
+  struct keyed_policy {
+    std::string key;
+    DTypePolicy policy;
+    std::regex pattern;
+  };
+
+  template <class Get>
+  static DTypePolicy interpret(std::string_view key, Get&& get, std::string_view shown) {
+    try {
+      return get();
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument("Cannot interpret the assigned value by `keras.dtype_policies.get`. Received: " +
+                                  detail::quote_for_message(shown) + " for key '" + detail::quote_for_message(key) +
+                                  "' (" + error.what() + ")");
+    }
+  }
+
+  void insert(std::string_view key, const DTypePolicy& policy) {
+    for (const auto& item : entries_)
+      if (item.key == key) {
+        std::ostringstream message;
+        message << key << " already exist in the DTypePolicyMap with value " << item.policy
+                << ". Please make sure to not use duplicated keys.";
+        throw std::invalid_argument(message.str());
+      }
+    std::regex pattern;
+    try {
+      pattern = std::regex(key.begin(), key.end(), std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& error) {
+      throw std::invalid_argument("The DTypePolicyMap key '" + detail::quote_for_message(key) +
+                                  "' is not a valid regular expression (" + error.what() +
+                                  "). Keys are matched against whole layer paths as regexes.");
+    }
+    entries_.push_back({std::string(key), policy, std::move(pattern)});
+  }
+
+  static std::string python_list(const std::vector<std::string_view>& items) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) text += (i ? ", '" : "'") + std::string(items[i]) + "'";
+    return text + "]";
+  }
+
+  DTypePolicy default_policy_;
+  bool has_default_argument_ = false;
+  std::vector<keyed_policy> entries_;
+};
+
+}  // namespace mixprec
