@@ -1,0 +1,30 @@
+# Packaging test: builds tests/package/consumer against mixprec, either from an installed
+# tree (find_package) or through add_subdirectory, then runs it.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(consumer_args -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+if(MODE STREQUAL "install")
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+    RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "cmake --install failed")
+  endif()
+  list(APPEND consumer_args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DMIXPREC_EXPECTED_PREFIX=${WORK_DIR}/prefix)
+else()
+  list(APPEND consumer_args -DMIXPREC_SOURCE_DIR=${SOURCE_DIR})
+endif()
+
+foreach(step IN ITEMS configure build run)
+  if(step STREQUAL "configure")
+    set(command ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${WORK_DIR}/build -G ${GENERATOR}
+                ${consumer_args})
+  elseif(step STREQUAL "build")
+    set(command ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+  else()
+    set(command ${WORK_DIR}/build/consumer)
+  endif()
+  execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  message("${output}")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "package test (${MODE}): ${step} failed")
+  endif()
+endforeach()
