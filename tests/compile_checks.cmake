@@ -21,10 +21,11 @@ $<$<BOOL:${probe_definitions}>:-D$<JOIN:${probe_definitions},\n-D>>
 $<JOIN:${probe_options},\n>
 ")
 
-# One test per public header. *-inl.hpp files are per-target bodies, not meant to stand alone.
+# One test per public header. *-inl.hpp files are per-target bodies and kernels/detail/dispatch_*
+# are pieces of kernels/implementation.hpp: neither is meant to stand alone.
 file(GLOB_RECURSE public_headers CONFIGURE_DEPENDS RELATIVE ${mixprec_include_dir}
   ${mixprec_include_dir}/mixprec/*.hpp)
-list(FILTER public_headers EXCLUDE REGEX "-inl\\.hpp$")
+list(FILTER public_headers EXCLUDE REGEX "(-inl\\.hpp|/detail/dispatch_[a-z_]+\\.hpp)$")
 foreach(header IN LISTS public_headers)
   string(REGEX REPLACE "[/.]" "_" check_name "${header}")
   set(source ${CMAKE_CURRENT_BINARY_DIR}/header_checks/${check_name}.cpp)

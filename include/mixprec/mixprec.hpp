@@ -3,4 +3,5 @@
 #pragma once
 
 #include <mixprec/core.hpp>
+#include <mixprec/kernels.hpp>
 #include <mixprec/runtime.hpp>

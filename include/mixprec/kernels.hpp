@@ -1,0 +1,5 @@
+// The kernels: vectorized, dynamically dispatched, bit-identical on every CPU target.
+#pragma once
+
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/targets.hpp>

@@ -1,0 +1,94 @@
+// convert<From, To>: vectorized, correctly rounded dtype conversion of a whole span.
+//
+//   std::vector<float> x(n);  std::vector<bfloat16> y(n);
+//   convert<float, bfloat16>(x, y);
+//   convert<float, float8_e4m3fn>(x, q, overflow_mode::saturate);
+//
+// Pairs with a Highway kernel (dispatched to the best target): float <-> bfloat16, float16,
+// float8_e4m3fn, float8_e5m2; double -> float; bfloat16 <-> float16. Every other pair of dtypes
+// runs a scalar loop of cast<To>, which rounds the same way. Results are bit-identical to
+// cast<To> on every target.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/detail/convert_entry_points.hpp>
+
+namespace mixprec {
+
+namespace detail {
+inline void check_same_size(std::size_t from, std::size_t to, const char* what) {
+  if (from != to)
+    throw std::invalid_argument(std::string(what) + ": the input has " + std::to_string(from) +
+                                " elements but the output has " + std::to_string(to) + "; they must match.");
+}
+}  // namespace detail
+
+template <class From, class To>
+  requires DType<From> && DType<To>
+void convert(std::span<const From> from, std::span<To> to, overflow_mode overflow = overflow_mode::ieee) {
+  detail::check_same_size(from.size(), to.size(), "convert");
+  namespace k = kernels::detail;
+  const std::size_t n = from.size();
+  const bool saturate = overflow == overflow_mode::saturate;
+  if constexpr (std::is_same_v<From, To>) {
+    std::copy(from.begin(), from.end(), to.begin());
+  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, bfloat16>) {
+    if (saturate) {
+      for (std::size_t i = 0; i < n; ++i) to[i] = To(from[i], overflow);
+    } else {
+      k::convert_f32_to_bf16(from.data(), to.data(), n);
+    }
+  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float16>) {
+    if (saturate) {
+      for (std::size_t i = 0; i < n; ++i) to[i] = To(from[i], overflow);
+    } else {
+      k::convert_f32_to_f16(from.data(), to.data(), n);
+    }
+  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float8_e4m3fn>) {
+    k::convert_f32_to_e4m3(from.data(), to.data(), n, saturate);
+  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float8_e5m2>) {
+    k::convert_f32_to_e5m2(from.data(), to.data(), n, saturate);
+  } else if constexpr (std::is_same_v<From, bfloat16> && std::is_same_v<To, float>) {
+    k::convert_bf16_to_f32(from.data(), to.data(), n);
+  } else if constexpr (std::is_same_v<From, float16> && std::is_same_v<To, float>) {
+    k::convert_f16_to_f32(from.data(), to.data(), n);
+  } else if constexpr (std::is_same_v<From, float8_e4m3fn> && std::is_same_v<To, float>) {
+    k::convert_e4m3_to_f32(from.data(), to.data(), n);
+  } else if constexpr (std::is_same_v<From, float8_e5m2> && std::is_same_v<To, float>) {
+    k::convert_e5m2_to_f32(from.data(), to.data(), n);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, float>) {
+    k::convert_f64_to_f32(from.data(), to.data(), n);
+  } else if constexpr (std::is_same_v<From, bfloat16> && std::is_same_v<To, float16>) {
+    if (saturate) {
+      for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<float>(from[i]), overflow);
+    } else {
+      k::convert_bf16_to_f16(from.data(), to.data(), n);
+    }
+  } else if constexpr (std::is_same_v<From, float16> && std::is_same_v<To, bfloat16>) {
+    k::convert_f16_to_bf16(from.data(), to.data(), n);  // float16's range fits: never overflows
+  } else if constexpr (std::is_constructible_v<To, double, overflow_mode>) {
+    for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<double>(cast<double>(from[i])), overflow);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) to[i] = cast<To>(from[i]);
+  }
+}
+
+/// Keras' int8 quantization of a span: to[i] = clamp(round_half_even(from[i] * scale), -127, 127).
+/// NaN gives 0.
+inline void quantize_int8(std::span<const float> from, float scale, std::span<std::int8_t> to) {
+  detail::check_same_size(from.size(), to.size(), "quantize_int8");
+  kernels::detail::quantize_f32_to_i8(from.data(), scale, to.data(), from.size());
+}
+
+}  // namespace mixprec
+
+#include <mixprec/kernels/detail/default_implementation.hpp>

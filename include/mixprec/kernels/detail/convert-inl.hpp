@@ -1,0 +1,208 @@
+// Per-target conversion kernels. Every format goes through one integer algorithm that mirrors
+// the scalar codec (core/detail/minifloat_codec.hpp), so the results are bit-identical on every
+// target, whatever Highway's own DemoteTo does there.
+#if defined(MIXPREC_KERNELS_CONVERT_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MIXPREC_KERNELS_CONVERT_INL_HPP_
+#undef MIXPREC_KERNELS_CONVERT_INL_HPP_
+#else
+#define MIXPREC_KERNELS_CONVERT_INL_HPP_
+#endif
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/highway.h>
+#include <mixprec/core/detail/minifloat_codec.hpp>
+#include <mixprec/core/float16.hpp>
+#include <mixprec/core/float8.hpp>
+#include <mixprec/kernels/detail/common-inl.hpp>
+#include <mixprec/kernels/detail/kernel_macros.hpp>
+
+MIXPREC_KERNELS_BEGIN
+namespace hn = hwy::HWY_NAMESPACE;
+using mixprec::detail::minifloat_format;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using DU16 = hn::Rebind<std::uint16_t, DF>;
+using DU8 = hn::Rebind<std::uint8_t, DF>;
+using DI8 = hn::Rebind<std::int8_t, DF>;
+constexpr std::size_t kMaxFloatLanes = HWY_MAX_BYTES / sizeof(float);
+
+template <minifloat_format F>
+constexpr int total_bits = 1 + F.exponent_bits + F.mantissa_bits;
+
+/// float lanes -> encodings of F (in int32 lanes, < 2^total_bits).
+/// Normals: rebias the exponent and round to nearest even on the integer bits. Subnormals:
+/// add a power of two whose ulp is the format's subnormal unit and let the FPU round.
+template <minifloat_format F>
+HWY_INLINE hn::Vec<DI> encode(hn::Vec<DF> v, bool saturate) {
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int shift = 23 - F.mantissa_bits;
+  constexpr std::int32_t rebias = (F.bias() - 127) * (1 << 23);
+  constexpr std::int32_t min_normal_bits = (F.min_exponent() + 127) << 23;
+  const float magic = std::bit_cast<float>(
+      static_cast<std::uint32_t>(F.min_exponent() - F.mantissa_bits + 23 + 127) << 23);
+
+  const auto bits = hn::BitCast(di, v);
+  const auto abs = hn::And(bits, hn::Set(di, 0x7FFFFFFF));
+  const auto sign = hn::BitCast(di, hn::ShiftRight<32 - total_bits<F>>(hn::BitCast(du, hn::Xor(bits, abs))));
+
+  const auto odd = hn::And(hn::ShiftRight<shift>(abs), hn::Set(di, 1));
+  const auto normal = hn::ShiftRight<shift>(hn::Add(hn::Add(abs, hn::Set(di, rebias + (1 << (shift - 1)) - 1)), odd));
+  const auto magic_v = hn::Set(df, magic);
+  const auto subnormal = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, abs), magic_v)), hn::BitCast(di, magic_v));
+  auto encoding = hn::IfThenElse(hn::Lt(abs, hn::Set(di, min_normal_bits)), subnormal, normal);
+
+  const std::int32_t overflow =
+      static_cast<std::int32_t>(saturate ? F.max_finite() : (F.has_infinity ? F.infinity() : F.quiet_nan()));
+  encoding = hn::IfThenElse(hn::Gt(encoding, hn::Set(di, static_cast<std::int32_t>(F.max_finite()))),
+                            hn::Set(di, overflow), encoding);
+  hn::Vec<DI> nan;
+  if constexpr (F.has_infinity) {  // quiet, with the payload's leading bits
+    nan = hn::Or(hn::And(hn::ShiftRight<shift>(abs), hn::Set(di, (1 << F.mantissa_bits) - 1)),
+                 hn::Set(di, static_cast<std::int32_t>(F.quiet_nan())));
+  } else {
+    nan = hn::Set(di, static_cast<std::int32_t>(F.quiet_nan()));
+  }
+  encoding = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7F800000)), nan, encoding);
+  return hn::Or(encoding, sign);
+}
+
+/// Encodings of F (in int32 lanes) -> float lanes, exactly.
+template <minifloat_format F>
+HWY_INLINE hn::Vec<DF> decode(hn::Vec<DI> encoding) {
+  const DF df;
+  const DI di;
+  constexpr int shift = 23 - F.mantissa_bits;
+  const auto abs = hn::And(encoding, hn::Set(di, static_cast<std::int32_t>(F.sign_bit() - 1)));
+  const auto sign = hn::ShiftLeft<32 - total_bits<F>>(hn::Xor(encoding, abs));
+  // The format's exponent field lands in float's; one multiply rebiases it (subnormals too).
+  const float rebias = std::bit_cast<float>(static_cast<std::uint32_t>(127 - F.bias() + 127) << 23);
+  auto magnitude = hn::BitCast(di, hn::Mul(hn::BitCast(df, hn::ShiftLeft<shift>(abs)), hn::Set(df, rebias)));
+  if constexpr (F.has_infinity) {
+    const auto special = hn::Or(hn::Set(di, 0x7F800000), hn::ShiftLeft<shift>(hn::And(abs, hn::Set(di, (1 << F.mantissa_bits) - 1))));
+    magnitude = hn::IfThenElse(hn::Gt(abs, hn::Set(di, static_cast<std::int32_t>(F.infinity()) - 1)), special, magnitude);
+  } else {
+    magnitude = hn::IfThenElse(hn::Eq(abs, hn::Set(di, static_cast<std::int32_t>(F.quiet_nan()))),
+                               hn::Set(di, 0x7FC00000), magnitude);
+  }
+  return hn::BitCast(df, hn::Or(magnitude, sign));
+}
+
+/// bfloat16 shares float's exponent: rounding is one integer add on the top half.
+HWY_INLINE hn::Vec<DI> encode_bfloat16(hn::Vec<DF> v) {
+  const DI di;
+  const DU du;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFF)), odd));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x0040));
+  const auto abs = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFF)));
+  return hn::BitCast(di, hn::IfThenElse(hn::RebindMask(du, hn::Gt(abs, hn::Set(di, 0x7F800000))), quiet, rounded));
+}
+
+HWY_INLINE hn::Vec<DF> load_f32(const float* p) { return hn::LoadU(DF(), p); }
+template <class T>
+HWY_INLINE hn::Vec<DI> load_u16_bits(const T* p) {
+  return hn::BitCast(DI(), hn::PromoteTo(DU(), hn::LoadU(DU16(), reinterpret_cast<const std::uint16_t*>(p))));
+}
+template <class T>
+HWY_INLINE hn::Vec<DI> load_u8_bits(const T* p) {
+  return hn::BitCast(DI(), hn::PromoteTo(DU(), hn::LoadU(DU8(), reinterpret_cast<const std::uint8_t*>(p))));
+}
+template <class T>
+HWY_INLINE void store_u16_bits(hn::Vec<DI> encoding, T* p) {  // encoding < 2^16
+  hn::StoreU(hn::DemoteTo(DU16(), encoding), DU16(), reinterpret_cast<std::uint16_t*>(p));
+}
+template <class T>
+HWY_INLINE void store_u8_bits(hn::Vec<DI> encoding, T* p) {  // encoding < 2^8
+  hn::StoreU(hn::DemoteTo(DU8(), encoding), DU8(), reinterpret_cast<std::uint8_t*>(p));
+}
+
+template <class In, class Out, class Block>
+HWY_INLINE void map(const In* in, Out* out, std::size_t n, Block&& block) {
+  for_each_block<kMaxFloatLanes>(in, out, n, hn::Lanes(DF()), block);
+}
+
+void ConvertF32ToBF16(const float* from, bfloat16* to, std::size_t n) {
+  map(from, to, n, [](const float* in, bfloat16* out) { store_u16_bits(encode_bfloat16(load_f32(in)), out); });
+}
+void ConvertBF16ToF32(const bfloat16* from, float* to, std::size_t n) {
+  map(from, to, n, [](const bfloat16* in, float* out) {
+    hn::StoreU(hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(in))), DF(), out);
+  });
+}
+void ConvertF32ToF16(const float* from, float16* to, std::size_t n) {
+  map(from, to, n, [](const float* in, float16* out) {
+    store_u16_bits(encode<mixprec::detail::binary16_format>(load_f32(in), false), out);
+  });
+}
+void ConvertF16ToF32(const float16* from, float* to, std::size_t n) {
+  map(from, to, n, [](const float16* in, float* out) {
+    hn::StoreU(decode<mixprec::detail::binary16_format>(load_u16_bits(in)), DF(), out);
+  });
+}
+void ConvertBF16ToF16(const bfloat16* from, float16* to, std::size_t n) {
+  map(from, to, n, [](const bfloat16* in, float16* out) {
+    const auto wide = hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(in)));
+    store_u16_bits(encode<mixprec::detail::binary16_format>(wide, false), out);
+  });
+}
+void ConvertF16ToBF16(const float16* from, bfloat16* to, std::size_t n) {
+  map(from, to, n, [](const float16* in, bfloat16* out) {
+    store_u16_bits(encode_bfloat16(decode<mixprec::detail::binary16_format>(load_u16_bits(in))), out);
+  });
+}
+void ConvertF32ToE4M3(const float* from, float8_e4m3fn* to, std::size_t n, bool saturate) {
+  map(from, to, n, [saturate](const float* in, float8_e4m3fn* out) {
+    store_u8_bits(encode<mixprec::detail::e4m3fn_format>(load_f32(in), saturate), out);
+  });
+}
+void ConvertE4M3ToF32(const float8_e4m3fn* from, float* to, std::size_t n) {
+  map(from, to, n, [](const float8_e4m3fn* in, float* out) {
+    hn::StoreU(decode<mixprec::detail::e4m3fn_format>(load_u8_bits(in)), DF(), out);
+  });
+}
+void ConvertF32ToE5M2(const float* from, float8_e5m2* to, std::size_t n, bool saturate) {
+  map(from, to, n, [saturate](const float* in, float8_e5m2* out) {
+    store_u8_bits(encode<mixprec::detail::e5m2_format>(load_f32(in), saturate), out);
+  });
+}
+void ConvertE5M2ToF32(const float8_e5m2* from, float* to, std::size_t n) {
+  map(from, to, n, [](const float8_e5m2* in, float* out) {
+    hn::StoreU(decode<mixprec::detail::e5m2_format>(load_u8_bits(in)), DF(), out);
+  });
+}
+
+void ConvertF64ToF32(const double* from, float* to, std::size_t n) {
+#if HWY_TARGET == HWY_SCALAR
+  // Highway's scalar DemoteTo clamps to the float range instead of overflowing to inf.
+  for (std::size_t i = 0; i < n; ++i) to[i] = static_cast<float>(from[i]);
+#else
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  for_each_block<HWY_MAX_BYTES / sizeof(double)>(from, to, n, hn::Lanes(dd), [&](const double* in, float* out) {
+    hn::StoreU(hn::DemoteTo(df, hn::LoadU(dd, in)), df, out);
+  });
+#endif
+}
+
+void QuantizeF32ToI8(const float* from, float scale, std::int8_t* to, std::size_t n) {
+  const DF df;
+  map(from, to, n, [&](const float* in, std::int8_t* out) {
+    auto x = hn::Mul(load_f32(in), hn::Set(df, scale));
+    x = hn::IfThenElseZero(hn::Eq(x, x), x);  // NaN -> 0
+    x = hn::Min(hn::Max(x, hn::Set(df, -127.0f)), hn::Set(df, 127.0f));
+    const auto q = hn::ConvertTo(DI(), round_half_even_small(df, x));
+    hn::StoreU(hn::DemoteTo(DI8(), q), DI8(), out);
+  });
+}
+
+MIXPREC_KERNELS_END
+
+#endif  // toggle guard

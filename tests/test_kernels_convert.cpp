@@ -1,0 +1,186 @@
+// Conversion kernels on every supported target: bit-identical to the scalar codec (itself
+// checked against an independent reference in test_dtypes_exhaustive), on special values,
+// every 16-bit and 8-bit pattern, ragged lengths and unaligned starts.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <mixprec/kernels/convert.hpp>
+
+#include "kernel_targets.hpp"
+
+using namespace mixprec;
+using mixprec::test::for_each_target;
+
+namespace {
+
+template <class T>
+auto bits_of(T value) {
+  if constexpr (sizeof(T) == 4) return std::bit_cast<std::uint32_t>(value);
+  else if constexpr (sizeof(T) == 8) return std::bit_cast<std::uint64_t>(value);
+  else return value.to_bits();
+}
+
+/// Specials, then random bit patterns.
+std::vector<float> float_inputs(std::size_t random_count) {
+  std::vector<float> x{0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                       -std::numeric_limits<float>::quiet_NaN(), std::bit_cast<float>(0x7F800001u),
+                       std::bit_cast<float>(0xFFA00000u), std::numeric_limits<float>::denorm_min(),
+                       std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                       65504.0f, 65520.0f, 448.0f, 464.0f, 57344.0f, 61440.0f, 0x1p-24f, 0x1p-25f, 0x1p-133f};
+  std::mt19937 rng(42);
+  for (std::size_t i = 0; i < random_count; ++i) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  return x;
+}
+
+/// convert<From, To> on `from` must equal the scalar cast of each element, bit for bit, for
+/// every length prefix up to 2 * lanes + 1 and every start offset up to 3.
+template <class From, class To>
+void check_against_scalar(const std::vector<From>& from, overflow_mode overflow = overflow_mode::ieee) {
+  const auto expected_at = [&](std::size_t i) {
+    if constexpr (std::is_constructible_v<To, float, overflow_mode>) {
+      if constexpr (std::is_same_v<From, float>) return To(from[i], overflow);
+      else return To(static_cast<float>(from[i]), overflow);
+    } else {
+      return cast<To>(from[i]);
+    }
+  };
+  std::vector<To> to(from.size());
+  convert<From, To>(from, to, overflow);
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const auto expected = expected_at(i);
+    if (bits_of(to[i]) != bits_of(expected)) {
+      FAIL_CHECK("element " << i << ": got bits " << bits_of(to[i]) << ", expected " << bits_of(expected));
+      return;
+    }
+  }
+  for (std::size_t offset = 0; offset < 4 && offset < from.size(); ++offset) {
+    for (std::size_t n = 0; n <= 41 && offset + n <= from.size(); ++n) {
+      std::vector<To> part(n + 1, To{});
+      const auto canary = bits_of(part[n] = cast<To>(From{}));
+      convert<From, To>(std::span(from).subspan(offset, n), std::span(part).first(n), overflow);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(bits_of(part[i]) == bits_of(expected_at(offset + i)));
+      REQUIRE(bits_of(part[n]) == canary);  // nothing written past the end
+    }
+  }
+}
+
+template <class T>
+std::vector<T> all_patterns() {
+  std::vector<T> values;
+  for (std::uint32_t bits = 0; bits < (1u << (8 * sizeof(T))); ++bits)
+    values.push_back(T::from_bits(static_cast<typename T::storage_type>(bits)));
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("float -> bfloat16 / float16 / float8 on every target") {
+  const auto x = float_inputs(200000);
+  for_each_target([&](const std::string&) {
+    check_against_scalar<float, bfloat16>(x);
+    check_against_scalar<float, float16>(x);
+    check_against_scalar<float, float8_e4m3fn>(x);
+    check_against_scalar<float, float8_e4m3fn>(x, overflow_mode::saturate);
+    check_against_scalar<float, float8_e5m2>(x);
+    check_against_scalar<float, float8_e5m2>(x, overflow_mode::saturate);
+  });
+}
+
+TEST_CASE("every 16-bit and 8-bit pattern widens exactly on every target") {
+  const auto bf = all_patterns<bfloat16>();
+  const auto h = all_patterns<float16>();
+  const auto e4 = all_patterns<float8_e4m3fn>();
+  const auto e5 = all_patterns<float8_e5m2>();
+  for_each_target([&](const std::string&) {
+    check_against_scalar<bfloat16, float>(bf);
+    check_against_scalar<float16, float>(h);
+    check_against_scalar<float8_e4m3fn, float>(e4);
+    check_against_scalar<float8_e5m2, float>(e5);
+    check_against_scalar<bfloat16, float16>(bf);
+    check_against_scalar<float16, bfloat16>(h);
+  });
+}
+
+TEST_CASE("double -> float on every target") {
+  std::vector<double> x{0.0, -0.0, 1e300, -1e300, 1e-300, std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity(), 0x1.000000fffffffp0, 0x1.0000010000000p0,
+                        0x1.0000030000000p0, static_cast<double>(std::numeric_limits<float>::max()) * (1 + 0x1p-25)};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 100000; ++i) x.push_back(std::bit_cast<double>(rng()));
+  for_each_target([&](const std::string&) { check_against_scalar<double, float>(x); });
+}
+
+TEST_CASE("pairs without a kernel round once, through the scalar path") {
+  const std::vector<double> x{1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-8 + 0x1p-30};
+  std::vector<float16> h(2);
+  convert<double, float16>(x, h);
+  CHECK(h[0].to_bits() == 0x3C01);  // no double rounding through float
+  std::vector<bfloat16> b(2);
+  convert<double, bfloat16>(x, b);
+  CHECK(b[1].to_bits() == 0x3F81);
+  std::vector<float> f(2);
+  convert<float16, float>(h, f);
+  CHECK(f[0] == 1.0f + 0x1p-10f);
+}
+
+TEST_CASE("mismatched sizes throw and write nothing") {
+  std::vector<float> x(10, 1.0f);
+  std::vector<bfloat16> y(9, bfloat16(7.0f));
+  CHECK_THROWS_WITH_AS((convert<float, bfloat16>(x, y)),
+                       "convert: the input has 10 elements but the output has 9; they must match.",
+                       std::invalid_argument);
+  for (auto v : y) CHECK(static_cast<float>(v) == 7.0f);
+  std::vector<std::int8_t> q(3);
+  CHECK_THROWS_AS(quantize_int8(x, 1.0f, q), std::invalid_argument);
+}
+
+TEST_CASE("int8 quantization: round half to even, clip to +-127, NaN -> 0, on every target") {
+  std::vector<float> x{0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 0.49999997f, -0.49999997f, 126.5f, 127.4f, 1000.0f, -1000.0f,
+                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, 3.75f};
+  const std::vector<std::int8_t> expected{0, 2, 2, 0, -2, 0, 0, 126, 127, 127, -127, 127, -127, 0, 0, 0, 4};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> random(1000);
+  for (auto& v : random) v = dist(rng);
+  for_each_target([&](const std::string&) {
+    std::vector<std::int8_t> q(x.size());
+    quantize_int8(x, 1.0f, q);
+    CHECK(q == expected);
+    std::vector<std::int8_t> r(random.size());
+    quantize_int8(random, 63.5f, r);
+    for (std::size_t i = 0; i < random.size(); ++i) {
+      const float scaled = random[i] * 63.5f;
+      const auto reference = static_cast<std::int8_t>(std::clamp(std::nearbyint(scaled), -127.0f, 127.0f));
+      REQUIRE(r[i] == reference);
+    }
+  });
+  // Keras' example (spec section 7): per-channel scale = 127 / max|W|.
+  std::vector<float> column{0.25f, -2.0f};
+  std::vector<std::int8_t> qc(2);
+  quantize_int8(column, 127.0f / (2.0f + 1e-7f), qc);
+  CHECK(qc == std::vector<std::int8_t>{16, -127});
+}
+
+TEST_CASE("target control") {
+  const auto compiled = kernels::compiled_targets();
+  const auto supported = kernels::supported_targets();
+  CHECK_FALSE(compiled.empty());
+  CHECK(supported.size() <= compiled.size());
+  CHECK(kernels::active_target() == supported.front());
+  CHECK_THROWS_WITH_AS(kernels::force_target("NEON9"), doctest::Contains("Cannot force the kernel target 'NEON9'"),
+                       std::invalid_argument);
+  {
+    kernels::target_scope scope(supported.back());
+    CHECK(kernels::active_target() == supported.back());
+  }
+  CHECK(kernels::active_target() == supported.front());
+}
