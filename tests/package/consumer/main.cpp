@@ -1,12 +1,26 @@
-// Uses the compile-time core and the runtime adapter the way a user's program would.
+// Uses the compile-time core, the runtime adapter and a kernel the way a user's program would.
 #include <cstdio>
+#include <vector>
+
 #include <mixprec/mixprec.hpp>
+
+#ifdef MIXPREC_CONSUMER_OTHER_TU
+bool converts_in_other_tu();
+#endif
 
 int main() {
   mixprec::set_dtype_policy("mixed_bfloat16");
   const auto name = mixprec::DTypePolicy().visit([](auto policy) { return decltype(policy)::name; });
-  const bool ok = name == mixprec::policies::mixed_bfloat16::name;
-  std::printf("consumer: global policy visits %.*s: %s\n", static_cast<int>(name.size()), name.data(),
-              ok ? "ok" : "WRONG");
+  bool ok = name == mixprec::policies::mixed_bfloat16::name;
+
+  const std::vector<float> x{1.0f, 1.0f + 0x1p-8f + 0x1p-20f, -3.5f};
+  std::vector<mixprec::bfloat16> y(x.size());
+  mixprec::convert<float, mixprec::bfloat16>(x, y);
+  ok = ok && y[1].to_bits() == 0x3F81;
+#ifdef MIXPREC_CONSUMER_OTHER_TU
+  ok = ok && converts_in_other_tu();
+#endif
+  std::printf("consumer: policy %.*s, kernels on %s: %s\n", static_cast<int>(name.size()), name.data(),
+              mixprec::kernels::active_target().c_str(), ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }
