@@ -14,8 +14,10 @@ set(probe_includes "$<FILTER:$<TARGET_PROPERTY:mixprec_flags_probe,INCLUDE_DIREC
 set(probe_definitions "$<TARGET_PROPERTY:mixprec_flags_probe,COMPILE_DEFINITIONS>")
 set(probe_options "$<TARGET_PROPERTY:mixprec_flags_probe,COMPILE_OPTIONS>")
 set(consumer_flags ${CMAKE_CURRENT_BINARY_DIR}/consumer_flags.rsp)
+# Single-TU mode keeps these checks fast: they see the kernels' declarations, and
+# kernels/implementation.hpp (checked on its own like every header) holds the rest.
 file(GENERATE OUTPUT ${consumer_flags} CONTENT
-"-std=c++20 -Wall -Wextra -Wpedantic -Werror -I${mixprec_include_dir}
+"-std=c++20 -Wall -Wextra -Wpedantic -Werror -DMIXPREC_SEPARATE_KERNELS -I${mixprec_include_dir}
 $<$<BOOL:${probe_includes}>:-isystem $<JOIN:${probe_includes},\n-isystem >>
 $<$<BOOL:${probe_definitions}>:-D$<JOIN:${probe_definitions},\n-D>>
 $<JOIN:${probe_options},\n>

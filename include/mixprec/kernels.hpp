@@ -2,4 +2,7 @@
 #pragma once
 
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/reduce.hpp>
+#include <mixprec/kernels/elementwise.hpp>
 #include <mixprec/kernels/targets.hpp>

@@ -22,4 +22,7 @@
 #if HWY_ONCE
 #include <mixprec/kernels/detail/dispatch_targets.hpp>
 #include <mixprec/kernels/detail/dispatch_convert.hpp>
+#include <mixprec/kernels/detail/dispatch_gemm.hpp>
+#include <mixprec/kernels/detail/dispatch_reduce.hpp>
+#include <mixprec/kernels/detail/dispatch_elementwise.hpp>
 #endif

@@ -2,3 +2,6 @@
 // Each included file has its own toggle guard.
 #include <mixprec/kernels/detail/common-inl.hpp>
 #include <mixprec/kernels/detail/convert-inl.hpp>
+#include <mixprec/kernels/detail/gemm-inl.hpp>
+#include <mixprec/kernels/detail/reduce-inl.hpp>
+#include <mixprec/kernels/detail/elementwise-inl.hpp>

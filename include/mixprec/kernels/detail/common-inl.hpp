@@ -8,6 +8,9 @@
 
 #include <cstddef>
 #include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include <hwy/highway.h>
 #include <mixprec/kernels/detail/kernel_macros.hpp>
@@ -15,18 +18,65 @@
 MIXPREC_KERNELS_BEGIN
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Runs `block(in, out)` over `n` elements in steps of `lanes`. The last partial step runs the
-/// same code on zero-padded copies, so a ragged tail is computed exactly as a full block would be.
+/// A zero-padded copy of the last, partial step of one array (see for_each_step).
+template <class T, std::size_t MaxStep>
+struct padded_tail {
+  std::remove_const_t<T> data[MaxStep];
+
+  void fill(const T* from, std::size_t count) {
+    std::memset(static_cast<void*>(data), 0, sizeof(data));
+    std::memcpy(static_cast<void*>(data), from, count * sizeof(T));
+  }
+  void write_back(T* to, std::size_t count) const {
+    if constexpr (!std::is_const_v<T>) std::memcpy(static_cast<void*>(to), data, count * sizeof(T));
+  }
+};
+
+/// block(p...), as a bool: true (go on) for a block that returns nothing.
+template <class Block, class... P>
+HWY_INLINE bool run_block(Block& block, P*... p) {
+  if constexpr (std::is_void_v<decltype(block(p...))>) {
+    block(p...);
+    return true;
+  } else {
+    return block(p...);
+  }
+}
+
+template <std::size_t MaxStep, class Block, std::size_t... I, class... T>
+HWY_INLINE bool run_padded_tail(Block& block, std::size_t count, std::index_sequence<I...>, T*... arrays) {
+  std::tuple<padded_tail<T, MaxStep>...> tails;
+  (std::get<I>(tails).fill(arrays, count), ...);
+  const bool go_on = run_block(block, static_cast<T*>(std::get<I>(tails).data)...);
+  (std::get<I>(tails).write_back(arrays, count), ...);
+  return go_on;
+}
+
+/// Runs `block(array + i...)` for i = 0, step, 2 step, ... over `n` elements of every array.
+/// The last partial step runs the same code on zero-padded copies (copied back into the arrays
+/// that are not const), so a ragged tail is computed exactly as a full step would be. `block`
+/// may return bool: false stops the loop, and for_each_step then returns false.
+template <std::size_t MaxStep, class Block, class... T>
+HWY_INLINE bool for_each_step(std::size_t n, std::size_t step, Block&& block, T*... arrays) {
+  std::size_t i = 0;
+  for (; i + step <= n; i += step)
+    if (!run_block(block, (arrays + i)...)) return false;
+  if (i == n) return true;
+  return run_padded_tail<MaxStep>(block, n - i, std::index_sequence_for<T...>(), (arrays + i)...);
+}
+
+/// Runs `block(in, out)` over `n` elements in steps of `lanes` (see for_each_step).
 template <std::size_t MaxLanes, class In, class Out, class Block>
 HWY_INLINE void for_each_block(const In* in, Out* out, std::size_t n, std::size_t lanes, Block&& block) {
-  std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes) block(in + i, out + i);
-  if (i == n) return;
-  In in_tail[MaxLanes] = {};
-  Out out_tail[MaxLanes];
-  std::memcpy(in_tail, in + i, (n - i) * sizeof(In));
-  block(in_tail, out_tail);
-  std::memcpy(out + i, out_tail, (n - i) * sizeof(Out));
+  for_each_step<MaxLanes>(n, lanes, block, in, out);
+}
+
+/// f(std::integral_constant<std::size_t, I>()) for I = 0 ... Count - 1, unrolled at compile
+/// time, so that an array of vectors indexed by I can live in registers.
+template <std::size_t Count, class F>
+HWY_INLINE void unroll(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>()), ...); }(
+      std::make_index_sequence<Count>());
 }
 
 /// Round to nearest integer, ties to even, for |x| < 2^22 (adding 1.5 * 2^23 leaves no

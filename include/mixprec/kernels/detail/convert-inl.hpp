@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <hwy/highway.h>
 #include <mixprec/core/detail/minifloat_codec.hpp>
@@ -124,39 +125,54 @@ HWY_INLINE void store_u8_bits(hn::Vec<DI> encoding, T* p) {  // encoding < 2^8
   hn::StoreU(hn::DemoteTo(DU8(), encoding), DU8(), reinterpret_cast<std::uint8_t*>(p));
 }
 
+/// The encoding of T (float, bfloat16 or float16) nearest to each float lane, ties to even, as
+/// cast<T> rounds; in int32 lanes (16-bit encodings are < 2^16).
+template <class T>
+HWY_INLINE hn::Vec<DI> encode_as(hn::Vec<DF> v) {
+  if constexpr (std::is_same_v<T, float>) return hn::BitCast(DI(), v);
+  else if constexpr (std::is_same_v<T, bfloat16>) return encode_bfloat16(v);
+  else return encode<T::format>(v, false);
+}
+template <class T>
+HWY_INLINE void store_encoding(hn::Vec<DI> encoding, T* p) {
+  if constexpr (std::is_same_v<T, float>) hn::StoreU(hn::BitCast(DF(), encoding), DF(), p);
+  else store_u16_bits(encoding, p);
+}
+/// Rounds float lanes to T and stores Lanes(DF()) elements.
+template <class T>
+HWY_INLINE void store_as(hn::Vec<DF> v, T* p) {
+  store_encoding(encode_as<T>(v), p);
+}
+/// Lanes(DF()) elements of T (float, bfloat16 or float16), widened exactly to float.
+template <class T>
+HWY_INLINE hn::Vec<DF> load_as_f32(const T* p) {
+  if constexpr (std::is_same_v<T, float>) return load_f32(p);
+  else if constexpr (std::is_same_v<T, bfloat16>) return hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(p)));
+  else return decode<T::format>(load_u16_bits(p));
+}
+
 template <class In, class Out, class Block>
 HWY_INLINE void map(const In* in, Out* out, std::size_t n, Block&& block) {
   for_each_block<kMaxFloatLanes>(in, out, n, hn::Lanes(DF()), block);
 }
 
 void ConvertF32ToBF16(const float* from, bfloat16* to, std::size_t n) {
-  map(from, to, n, [](const float* in, bfloat16* out) { store_u16_bits(encode_bfloat16(load_f32(in)), out); });
+  map(from, to, n, [](const float* in, bfloat16* out) { store_as(load_f32(in), out); });
 }
 void ConvertBF16ToF32(const bfloat16* from, float* to, std::size_t n) {
-  map(from, to, n, [](const bfloat16* in, float* out) {
-    hn::StoreU(hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(in))), DF(), out);
-  });
+  map(from, to, n, [](const bfloat16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
 }
 void ConvertF32ToF16(const float* from, float16* to, std::size_t n) {
-  map(from, to, n, [](const float* in, float16* out) {
-    store_u16_bits(encode<mixprec::detail::binary16_format>(load_f32(in), false), out);
-  });
+  map(from, to, n, [](const float* in, float16* out) { store_as(load_f32(in), out); });
 }
 void ConvertF16ToF32(const float16* from, float* to, std::size_t n) {
-  map(from, to, n, [](const float16* in, float* out) {
-    hn::StoreU(decode<mixprec::detail::binary16_format>(load_u16_bits(in)), DF(), out);
-  });
+  map(from, to, n, [](const float16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
 }
 void ConvertBF16ToF16(const bfloat16* from, float16* to, std::size_t n) {
-  map(from, to, n, [](const bfloat16* in, float16* out) {
-    const auto wide = hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(in)));
-    store_u16_bits(encode<mixprec::detail::binary16_format>(wide, false), out);
-  });
+  map(from, to, n, [](const bfloat16* in, float16* out) { store_as(load_as_f32(in), out); });
 }
 void ConvertF16ToBF16(const float16* from, bfloat16* to, std::size_t n) {
-  map(from, to, n, [](const float16* in, bfloat16* out) {
-    store_u16_bits(encode_bfloat16(decode<mixprec::detail::binary16_format>(load_u16_bits(in))), out);
-  });
+  map(from, to, n, [](const float16* in, bfloat16* out) { store_as(load_as_f32(in), out); });
 }
 void ConvertF32ToE4M3(const float* from, float8_e4m3fn* to, std::size_t n, bool saturate) {
   map(from, to, n, [saturate](const float* in, float8_e4m3fn* out) {

@@ -1,0 +1,145 @@
+// Reductions: mixprec's kernels vs a scalar loop vs Eigen (same build flags), at 1K, 64K and 16M
+// elements. Bytes/s counts the bytes read. all_finite scans finite data, its worst case (no
+// early exit).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include <mixprec/kernels/reduce.hpp>
+
+namespace {
+
+using mixprec::bfloat16;
+
+template <class T>
+std::vector<T> random_values(std::size_t n) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<T> values(n);
+  for (auto& v : values) v = T(dist(rng));
+  return values;
+}
+
+/// Eigen's scalar for T (bit-compatible with mixprec's), and a read-only array view.
+template <class T>
+using eigen_scalar_t = std::conditional_t<std::is_same_v<T, bfloat16>, Eigen::bfloat16, T>;
+template <class T>
+auto eigen_view(const std::vector<T>& x) {
+  using E = eigen_scalar_t<T>;
+  return Eigen::Map<const Eigen::Array<E, Eigen::Dynamic, 1>>(reinterpret_cast<const E*>(x.data()),
+                                                              static_cast<Eigen::Index>(x.size()));
+}
+
+void set_bytes(benchmark::State& state, std::size_t bytes_per_iteration) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes_per_iteration));
+}
+
+template <class T>
+void BM_mixprec_all_finite(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::all_finite<T>(x));
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_scalar_all_finite(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    bool finite = true;
+    for (const T& v : x) {
+      if (!std::isfinite(static_cast<float>(v))) {
+        finite = false;
+        break;
+      }
+    }
+    benchmark::DoNotOptimize(finite);
+  }
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_eigen_all_finite(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  const auto view = eigen_view(x);
+  for (auto _ : state) benchmark::DoNotOptimize(view.allFinite());
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_mixprec_amax(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::amax<T>(x));
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_scalar_amax(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    float largest = 0.0f;
+    for (const T& v : x) largest = std::max(largest, std::fabs(static_cast<float>(v)));
+    benchmark::DoNotOptimize(largest);
+  }
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_eigen_amax(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  const auto view = eigen_view(x);
+  for (auto _ : state) benchmark::DoNotOptimize(view.cwiseAbs().maxCoeff());
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_mixprec_sum(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::sum<T>(x));
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_eigen_sum(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  const auto view = eigen_view(x);
+  for (auto _ : state) benchmark::DoNotOptimize(view.sum());
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_mixprec_unscale_and_check_finite(benchmark::State& state) {
+  auto g = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::unscale_and_check_finite<T>(g, 1.0f));
+  set_bytes(state, g.size() * sizeof(T));  // read (and written back)
+}
+
+void sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 10)->Arg(1 << 16)->Arg(1 << 24); }
+
+}  // namespace
+
+BENCHMARK(BM_mixprec_all_finite<float>)->Apply(sizes);
+BENCHMARK(BM_scalar_all_finite<float>)->Apply(sizes);
+BENCHMARK(BM_eigen_all_finite<float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_all_finite<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_scalar_all_finite<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_eigen_all_finite<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_amax<float>)->Apply(sizes);
+BENCHMARK(BM_scalar_amax<float>)->Apply(sizes);
+BENCHMARK(BM_eigen_amax<float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_amax<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_scalar_amax<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_eigen_amax<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_sum<float>)->Apply(sizes);
+BENCHMARK(BM_eigen_sum<float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_sum<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_unscale_and_check_finite<float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_unscale_and_check_finite<bfloat16>)->Apply(sizes);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,74 @@
+// Reduction dispatch tables and entry point definitions (included once, by implementation.hpp).
+#pragma once
+
+#include <hwy/highway.h>
+#include <mixprec/kernels/detail/reduce_entry_points.hpp>
+
+namespace mixprec::kernels {
+
+HWY_EXPORT(AllFiniteF32);
+HWY_EXPORT(AllFiniteBF16);
+HWY_EXPORT(AllFiniteF16);
+HWY_EXPORT(AmaxF32);
+HWY_EXPORT(AmaxBF16);
+HWY_EXPORT(AmaxF16);
+HWY_EXPORT(SumF32);
+HWY_EXPORT(SumBF16);
+HWY_EXPORT(SumF16);
+HWY_EXPORT(DotF32);
+HWY_EXPORT(DotBF16);
+HWY_EXPORT(DotF16);
+HWY_EXPORT(UnscaleAndCheckFiniteF32);
+HWY_EXPORT(UnscaleAndCheckFiniteBF16);
+HWY_EXPORT(UnscaleAndCheckFiniteF16);
+
+namespace detail {
+
+MIXPREC_KERNEL_API bool all_finite_f32(const float* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AllFiniteF32)(x, n);
+}
+MIXPREC_KERNEL_API bool all_finite_bf16(const bfloat16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AllFiniteBF16)(x, n);
+}
+MIXPREC_KERNEL_API bool all_finite_f16(const float16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AllFiniteF16)(x, n);
+}
+MIXPREC_KERNEL_API float amax_f32(const float* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AmaxF32)(x, n);
+}
+MIXPREC_KERNEL_API float amax_bf16(const bfloat16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AmaxBF16)(x, n);
+}
+MIXPREC_KERNEL_API float amax_f16(const float16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(AmaxF16)(x, n);
+}
+MIXPREC_KERNEL_API float sum_f32(const float* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(SumF32)(x, n);
+}
+MIXPREC_KERNEL_API float sum_bf16(const bfloat16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(SumBF16)(x, n);
+}
+MIXPREC_KERNEL_API float sum_f16(const float16* x, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(SumF16)(x, n);
+}
+MIXPREC_KERNEL_API float dot_f32(const float* a, const float* b, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n);
+}
+MIXPREC_KERNEL_API float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotBF16)(a, b, n);
+}
+MIXPREC_KERNEL_API float dot_f16(const float16* a, const float16* b, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotF16)(a, b, n);
+}
+MIXPREC_KERNEL_API bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale) {
+  return HWY_DYNAMIC_DISPATCH(UnscaleAndCheckFiniteF32)(g, n, inv_scale);
+}
+MIXPREC_KERNEL_API bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale) {
+  return HWY_DYNAMIC_DISPATCH(UnscaleAndCheckFiniteBF16)(g, n, inv_scale);
+}
+MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale) {
+  return HWY_DYNAMIC_DISPATCH(UnscaleAndCheckFiniteF16)(g, n, inv_scale);
+}
+
+}  // namespace detail
+}  // namespace mixprec::kernels

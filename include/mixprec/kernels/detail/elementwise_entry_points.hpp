@@ -1,0 +1,37 @@
+// Elementwise entry points: plain pointers and sizes, no Highway types. Each call dispatches to
+// the best compiled target for this CPU (or the one forced with kernels::target_scope).
+// The typed public API, and what each function computes, is elementwise.hpp. Sizes are checked
+// there: here n is a multiple of cols, and cols > 0.
+#pragma once
+
+#include <cstddef>
+
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/config.hpp>
+
+namespace mixprec::kernels {
+
+/// Activation functions of the elementwise kernels (see elementwise.hpp).
+enum class activation { linear, relu, gelu, sigmoid, tanh, exp };
+
+namespace detail {
+
+MIXPREC_KERNEL_API void activate_f32(activation a, const float* x, float* y, std::size_t n);
+MIXPREC_KERNEL_API void activate_bf16(activation a, const bfloat16* x, bfloat16* y, std::size_t n);
+MIXPREC_KERNEL_API void activate_f16(activation a, const float16* x, float16* y, std::size_t n);
+MIXPREC_KERNEL_API void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols);
+MIXPREC_KERNEL_API void bias_add_bf16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols);
+MIXPREC_KERNEL_API void bias_add_f16(float16* rows, std::size_t n, const float16* bias, std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_f32(const float* x, float* y, std::size_t n, std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_bf16(const bfloat16* x, bfloat16* y, std::size_t n, std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_f16(const float16* x, float16* y, std::size_t n, std::size_t cols);
+/// bias == nullptr: no bias.
+MIXPREC_KERNEL_API void bias_activation_f32(const float* acc, const float* bias, activation a, float* y, std::size_t n,
+                                            std::size_t cols);
+MIXPREC_KERNEL_API void bias_activation_bf16(const float* acc, const bfloat16* bias, activation a, bfloat16* y,
+                                             std::size_t n, std::size_t cols);
+MIXPREC_KERNEL_API void bias_activation_f16(const float* acc, const float16* bias, activation a, float16* y,
+                                            std::size_t n, std::size_t cols);
+
+}  // namespace detail
+}  // namespace mixprec::kernels

@@ -1,0 +1,369 @@
+// Per-target GEMM: packing (op(A) into panels of tile_rows rows, op(B) into panels of
+// tile_columns columns, 16-bit operands widened to float on the way), a register-tiled
+// micro-kernel of multiply-adds, and the blocked loop nest of gemm_blocking.hpp, split across the
+// GEMM thread pool. On AVX3 targets, bfloat16 x bfloat16 GEMMs use the hand-written vdpbf16ps
+// micro-kernel of gemm_native_bf16.hpp when the CPU has it. Toggle-guarded: compiled once per
+// target.
+#if defined(MIXPREC_KERNELS_GEMM_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MIXPREC_KERNELS_GEMM_INL_HPP_
+#undef MIXPREC_KERNELS_GEMM_INL_HPP_
+#else
+#define MIXPREC_KERNELS_GEMM_INL_HPP_
+#endif
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#include <hwy/highway.h>
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/detail/common-inl.hpp>
+#include <mixprec/kernels/detail/convert-inl.hpp>
+#include <mixprec/kernels/detail/gemm_blocking.hpp>
+#include <mixprec/kernels/detail/gemm_entry_points.hpp>
+#include <mixprec/kernels/detail/gemm_native_bf16.hpp>
+#include <mixprec/kernels/detail/kernel_macros.hpp>
+#include <mixprec/kernels/thread_pool.hpp>
+
+// The native kernel is compiled into the AVX3 (and better) code only: forcing a lower target
+// must never run it.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && defined(MIXPREC_KERNELS_HAVE_NATIVE_BF16)
+#define MIXPREC_KERNELS_GEMM_NATIVE_BF16 1
+#else
+#define MIXPREC_KERNELS_GEMM_NATIVE_BF16 0
+#endif
+
+MIXPREC_KERNELS_BEGIN
+namespace gemm_kernels {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace kd = mixprec::kernels::detail;
+
+using D = hn::ScalableTag<float>;
+constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+/// dst[i] = float(src[i]) for i < count, exactly; then zeros up to `width`.
+template <class T>
+void widen_padded(const T* src, std::size_t count, std::size_t width, float* dst) {
+  for_each_block<kMaxLanes>(src, dst, count, hn::Lanes(D()),
+                            [](const T* in, float* out) { hn::StoreU(load_as_f32(in), D(), out); });
+  std::fill(dst + count, dst + width, 0.0f);
+}
+
+/// Packs `lanes` lanes of `depth` elements into panels of `width` lanes, as floats, zero-padded:
+/// dst[(panel * depth + p) * width + l] = element (panel * width + l, p), which is at
+/// src[lane * lane_stride + p * depth_stride]. One of the strides is 1 (the other is the leading
+/// dimension). Panels are written in order, row by row; `staging` holds width * depth floats.
+template <class T>
+void pack_panels(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                 std::size_t depth, std::size_t width, float* dst, float* staging) {
+  for (std::size_t first = 0; first < lanes; first += width, dst += depth * width) {
+    const T* panel = src + first * lane_stride;
+    const std::size_t count = std::min(width, lanes - first);
+    if (depth_stride != 1) {  // a depth element's lanes are contiguous: widen them row by row
+      for (std::size_t p = 0; p < depth; ++p) widen_padded(panel + p * depth_stride, count, width, dst + p * width);
+      continue;
+    }
+    // Each lane is contiguous: read the panel's lanes side by side (a stream each; one lane after
+    // the other would touch a new page per lane when the leading dimension is large). float and
+    // bfloat16 (a shift) are read in place, float16 is widened into `staging` first.
+    const auto interleave = [&](const auto* lines, std::size_t line_stride, auto widen) {
+      for (std::size_t p = 0; p < depth; ++p) {
+        float* row = dst + p * width;
+        for (std::size_t l = 0; l < count; ++l) row[l] = widen(lines[l * line_stride + p]);
+        std::fill(row + count, row + width, 0.0f);
+      }
+    };
+    if constexpr (std::is_same_v<T, float16>) {
+      for (std::size_t l = 0; l < count; ++l) widen_padded(panel + l * lane_stride, depth, depth, staging + l * depth);
+      interleave(staging, depth, [](float x) { return x; });
+    } else {
+      interleave(panel, lane_stride, [](T x) {
+        if constexpr (std::is_same_v<T, bfloat16>) {
+          return std::bit_cast<float>(static_cast<std::uint32_t>(x.to_bits()) << 16);
+        } else {
+          return x;
+        }
+      });
+    }
+  }
+}
+
+HWY_INLINE void update_vector(D d, float* out, hn::Vec<D> sums, const kd::gemm_tile_update& update) {
+  const auto alpha = hn::Set(d, update.alpha);
+  if (update.accumulate) {
+    hn::StoreU(hn::MulAdd(alpha, sums, hn::LoadU(d, out)), d, out);
+  } else if (update.beta == 0.0f) {
+    hn::StoreU(hn::Mul(alpha, sums), d, out);
+  } else {
+    hn::StoreU(hn::MulAdd(hn::Set(d, update.beta), hn::LoadU(d, out), hn::Mul(alpha, sums)), d, out);
+  }
+}
+
+/// The Highway micro-kernel: a 6 x (2 vectors) tile (6 x 16 floats on AVX2, 6 x 32 on AVX3) held
+/// in 12 accumulators; each depth step loads two vectors of B, broadcasts six elements of A and
+/// does 12 multiply-adds (fused where the target has FMA).
+struct highway_kernel {
+  using packed_type = float;
+  static constexpr std::size_t tile_rows = 6;
+  static constexpr std::size_t max_tile_columns = 2 * kMaxLanes;
+  static std::size_t tile_columns() { return 2 * hn::Lanes(D()); }
+  static std::size_t packed_depth(std::size_t depth) { return depth; }
+
+  template <class T>
+  static void pack(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                   std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
+    float* staging = workspace.staging.get<float>(width * depth);
+    pack_panels(src, lane_stride, depth_stride, lanes, depth, width, dst, staging);
+  }
+
+  static void multiply_tile(std::size_t depth, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                            float* HWY_RESTRICT dst, std::size_t ldd, kd::gemm_tile_update update) {
+    const D d;
+    const std::size_t lanes = hn::Lanes(d);
+    auto s00 = hn::Zero(d), s01 = hn::Zero(d), s10 = hn::Zero(d), s11 = hn::Zero(d);
+    auto s20 = hn::Zero(d), s21 = hn::Zero(d), s30 = hn::Zero(d), s31 = hn::Zero(d);
+    auto s40 = hn::Zero(d), s41 = hn::Zero(d), s50 = hn::Zero(d), s51 = hn::Zero(d);
+    for (std::size_t p = 0; p < depth; ++p, a += tile_rows, b += 2 * lanes) {
+      const auto b0 = hn::Load(d, b);
+      const auto b1 = hn::Load(d, b + lanes);
+      auto a_element = hn::Set(d, a[0]);
+      s00 = hn::MulAdd(a_element, b0, s00);
+      s01 = hn::MulAdd(a_element, b1, s01);
+      a_element = hn::Set(d, a[1]);
+      s10 = hn::MulAdd(a_element, b0, s10);
+      s11 = hn::MulAdd(a_element, b1, s11);
+      a_element = hn::Set(d, a[2]);
+      s20 = hn::MulAdd(a_element, b0, s20);
+      s21 = hn::MulAdd(a_element, b1, s21);
+      a_element = hn::Set(d, a[3]);
+      s30 = hn::MulAdd(a_element, b0, s30);
+      s31 = hn::MulAdd(a_element, b1, s31);
+      a_element = hn::Set(d, a[4]);
+      s40 = hn::MulAdd(a_element, b0, s40);
+      s41 = hn::MulAdd(a_element, b1, s41);
+      a_element = hn::Set(d, a[5]);
+      s50 = hn::MulAdd(a_element, b0, s50);
+      s51 = hn::MulAdd(a_element, b1, s51);
+    }
+    update_vector(d, dst, s00, update);
+    update_vector(d, dst + lanes, s01, update);
+    update_vector(d, dst + ldd, s10, update);
+    update_vector(d, dst + ldd + lanes, s11, update);
+    update_vector(d, dst + 2 * ldd, s20, update);
+    update_vector(d, dst + 2 * ldd + lanes, s21, update);
+    update_vector(d, dst + 3 * ldd, s30, update);
+    update_vector(d, dst + 3 * ldd + lanes, s31, update);
+    update_vector(d, dst + 4 * ldd, s40, update);
+    update_vector(d, dst + 4 * ldd + lanes, s41, update);
+    update_vector(d, dst + 5 * ldd, s50, update);
+    update_vector(d, dst + 5 * ldd + lanes, s51, update);
+  }
+};
+
+#if MIXPREC_KERNELS_GEMM_NATIVE_BF16
+/// The vdpbf16ps micro-kernel (12 x 32) and its pair packing, for bfloat16 operands only.
+struct native_bf16_kernel {
+  using packed_type = std::uint32_t;
+  static constexpr std::size_t tile_rows = kd::native_bf16::tile_rows;
+  static constexpr std::size_t max_tile_columns = kd::native_bf16::tile_columns;
+  static std::size_t tile_columns() { return kd::native_bf16::tile_columns; }
+  static std::size_t packed_depth(std::size_t depth) { return kd::native_bf16::pairs_of(depth); }
+
+  static void pack(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                   std::size_t depth, std::size_t width, std::uint32_t* dst, kd::gemm_workspace&) {
+    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, width, dst);
+  }
+
+  static void multiply_tile(std::size_t pairs, const std::uint32_t* a, const std::uint32_t* b, float* dst,
+                            std::size_t ldd, kd::gemm_tile_update update) {
+    kd::native_bf16::multiply_tile(pairs, a, b, dst, ldd, update);
+  }
+};
+#endif
+
+/// Multiplies a packed block of A (rows x depth) by a packed block of B (depth x columns) into
+/// dst, tile by tile: B micro-panels in the outer loop, so each stays in L1 while the A panels of
+/// the block (in L2) go by.
+template <class Kernel>
+void multiply_packed(const typename Kernel::packed_type* a, const typename Kernel::packed_type* b, std::size_t rows,
+                     std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
+                     const kd::gemm_tile_update& update) {
+  constexpr std::size_t tile_rows = Kernel::tile_rows;
+  const std::size_t tile_columns = Kernel::tile_columns();
+  const std::size_t packed_depth = Kernel::packed_depth(depth);
+  const bool reads_dst = update.accumulate || update.beta != 0.0f;
+  // Ragged edge tiles run the same kernel on this full-size copy, so their elements see exactly
+  // the operations of a full tile.
+  float edge[tile_rows * Kernel::max_tile_columns] = {};
+  for (std::size_t j = 0; j < columns; j += tile_columns) {
+    const auto* b_panel = b + j * packed_depth;
+    const std::size_t edge_columns = std::min(tile_columns, columns - j);
+    for (std::size_t i = 0; i < rows; i += tile_rows) {
+      const auto* a_panel = a + i * packed_depth;
+      float* out = dst + i * ldd + j;
+      const std::size_t edge_rows = std::min(tile_rows, rows - i);
+      if (edge_rows == tile_rows && edge_columns == tile_columns) {
+        Kernel::multiply_tile(packed_depth, a_panel, b_panel, out, ldd, update);
+        continue;
+      }
+      if (reads_dst) {
+        for (std::size_t r = 0; r < edge_rows; ++r)
+          std::memcpy(edge + r * tile_columns, out + r * ldd, edge_columns * sizeof(float));
+      }
+      Kernel::multiply_tile(packed_depth, a_panel, b_panel, edge, tile_columns, update);
+      for (std::size_t r = 0; r < edge_rows; ++r)
+        std::memcpy(out + r * ldd, edge + r * tile_columns, edge_columns * sizeof(float));
+    }
+  }
+}
+
+/// c = round(sums + beta * c) for a rows x columns block, rounding once to nearest even;
+/// beta == 0 does not read c.
+template <class TC>
+void store_rounded(const float* sums, std::size_t lds, std::size_t rows, std::size_t columns, float beta, TC* c,
+                   std::size_t ldc) {
+  const D d;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto round_vector = [&](const float* in, TC* out) {
+    auto x = hn::LoadU(d, in);
+    if (beta != 0.0f) x = hn::MulAdd(hn::Set(d, beta), load_as_f32(out), x);
+    store_as(x, out);
+  };
+  for (std::size_t r = 0; r < rows; ++r, sums += lds, c += ldc) {
+    std::size_t j = 0;
+    for (; j + lanes <= columns; j += lanes) round_vector(sums + j, c + j);
+    if (j == columns) continue;
+    float sums_tail[kMaxLanes] = {};
+    TC c_tail[kMaxLanes] = {};
+    std::memcpy(sums_tail, sums + j, (columns - j) * sizeof(float));
+    if (beta != 0.0f) std::memcpy(c_tail, c + j, (columns - j) * sizeof(TC));
+    round_vector(sums_tail, c_tail);
+    std::memcpy(c + j, c_tail, (columns - j) * sizeof(TC));
+  }
+}
+
+/// One thread's rectangle of C: the loop nest of gemm_blocking.hpp. A float C accumulates in
+/// place; a 16-bit C accumulates in float, by row chunks, and is rounded once at the end.
+template <class Kernel, class TA, class TB, class TC>
+void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_range rows, kd::index_range columns) {
+  using packed_type = typename Kernel::packed_type;
+  constexpr bool accumulate_in_c = std::is_same_v<TC, float>;
+  const std::size_t tile_columns = Kernel::tile_columns();
+  const std::size_t kc = std::min(kd::gemm_depth_block, problem.k);
+  const std::size_t mc = std::min(kd::gemm_row_block, rows.size());
+  const std::size_t nc = std::min(kd::gemm_column_block, columns.size());
+  const std::size_t chunk = accumulate_in_c ? rows.size() : std::min(kd::gemm_accumulator_rows, rows.size());
+
+  kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
+  const std::size_t packed_depth = Kernel::packed_depth(kc);
+  packed_type* packed_a = workspace.packed_a.get<packed_type>(packed_depth * kd::round_up(mc, Kernel::tile_rows));
+  packed_type* packed_b = workspace.packed_b.get<packed_type>(packed_depth * kd::round_up(nc, tile_columns));
+  float* sums = accumulate_in_c ? nullptr : workspace.accumulators.get<float>(chunk * nc);
+
+  for (std::size_t jc = columns.begin; jc < columns.end; jc += nc) {
+    const std::size_t block_columns = std::min(nc, columns.end - jc);
+    for (std::size_t chunk_begin = rows.begin; chunk_begin < rows.end; chunk_begin += chunk) {
+      const std::size_t chunk_end = std::min(chunk_begin + chunk, rows.end);
+      float* dst = sums;
+      std::size_t ldd = block_columns;
+      if constexpr (accumulate_in_c) {
+        dst = problem.c + chunk_begin * problem.ldc + jc;
+        ldd = problem.ldc;
+      }
+      for (std::size_t pc = 0; pc < problem.k; pc += kc) {
+        const std::size_t depth = std::min(kc, problem.k - pc);
+        // op(B)(p, j) is B[p][j], or B[j][p] when transposed.
+        if (problem.trans_b) {
+          Kernel::pack(problem.b + jc * problem.ldb + pc, problem.ldb, 1, block_columns, depth, tile_columns, packed_b,
+                       workspace);
+        } else {
+          Kernel::pack(problem.b + pc * problem.ldb + jc, 1, problem.ldb, block_columns, depth, tile_columns, packed_b,
+                       workspace);
+        }
+        const kd::gemm_tile_update update{problem.alpha, accumulate_in_c ? problem.beta : 0.0f, pc != 0};
+        for (std::size_t ic = chunk_begin; ic < chunk_end; ic += mc) {
+          const std::size_t block_rows = std::min(mc, chunk_end - ic);
+          // op(A)(i, p) is A[i][p], or A[p][i] when transposed.
+          if (problem.trans_a) {
+            Kernel::pack(problem.a + pc * problem.lda + ic, 1, problem.lda, block_rows, depth, Kernel::tile_rows,
+                         packed_a, workspace);
+          } else {
+            Kernel::pack(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, Kernel::tile_rows,
+                         packed_a, workspace);
+          }
+          multiply_packed<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, dst + (ic - chunk_begin) * ldd,
+                                  ldd, update);
+        }
+      }
+      if constexpr (!accumulate_in_c) {
+        store_rounded(sums, ldd, chunk_end - chunk_begin, block_columns, problem.beta,
+                      problem.c + chunk_begin * problem.ldc + jc, problem.ldc);
+      }
+    }
+  }
+}
+
+template <class Kernel, class TA, class TB, class TC>
+void run_on_pool(const kd::gemm_problem<TA, TB, TC>& problem) {
+  const std::shared_ptr<thread_pool> pool = kd::gemm_thread_pool();
+  const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(), pool->size());
+  pool->run(split.tasks(), [&](std::size_t task) {
+    multiply_rectangle<Kernel>(problem, split.rows(task), split.columns(task));
+  });
+}
+
+/// C = beta * C, for k == 0 or alpha == 0 (A and B are not read, as in BLAS).
+template <class TA, class TB, class TC>
+void scale_c(const kd::gemm_problem<TA, TB, TC>& problem) {
+  for (std::size_t i = 0; i < problem.m; ++i) {
+    TC* row = problem.c + i * problem.ldc;
+    for (std::size_t j = 0; j < problem.n; ++j) {
+      if constexpr (std::is_same_v<TC, float>) {
+        row[j] = problem.beta == 0.0f ? 0.0f : problem.beta * row[j];
+      } else {
+        row[j] = TC(problem.beta == 0.0f ? 0.0f : problem.beta * static_cast<float>(row[j]));
+      }
+    }
+  }
+}
+
+bool native_bf16_usable() {
+#if MIXPREC_KERNELS_GEMM_NATIVE_BF16
+  return kd::native_bf16_enabled() && kd::native_bf16_supported();
+#else
+  return false;
+#endif
+}
+
+template <class TA, class TB, class TC>
+void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
+  if (problem.m == 0 || problem.n == 0) return;
+  if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
+#if MIXPREC_KERNELS_GEMM_NATIVE_BF16
+  if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>) {
+    if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
+  }
+#endif
+  run_on_pool<highway_kernel>(problem);
+}
+
+}  // namespace gemm_kernels
+
+void GemmF32(const detail::gemm_problem<float, float, float>& problem) { gemm_kernels::run_gemm(problem); }
+void GemmBF16ToF32(const detail::gemm_problem<bfloat16, bfloat16, float>& problem) { gemm_kernels::run_gemm(problem); }
+void GemmBF16ToBF16(const detail::gemm_problem<bfloat16, bfloat16, bfloat16>& problem) {
+  gemm_kernels::run_gemm(problem);
+}
+void GemmF16ToF32(const detail::gemm_problem<float16, float16, float>& problem) { gemm_kernels::run_gemm(problem); }
+void GemmF16ToF16(const detail::gemm_problem<float16, float16, float16>& problem) { gemm_kernels::run_gemm(problem); }
+bool GemmUsesNativeBF16() { return gemm_kernels::native_bf16_usable(); }
+
+MIXPREC_KERNELS_END
+
+#undef MIXPREC_KERNELS_GEMM_NATIVE_BF16
+
+#endif  // toggle guard

@@ -1,0 +1,79 @@
+// GEMM entry points: plain pointers and sizes, no Highway types. Each call dispatches to the best
+// compiled target for this CPU (or the one forced with kernels::target_scope). The typed public
+// API, which checks the arguments, is gemm.hpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/config.hpp>
+
+namespace mixprec::kernels {
+
+class thread_pool;
+
+namespace detail {
+
+/// C = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X, or X transposed when trans_x.
+/// The leading dimensions are already checked.
+template <class TA, class TB, class TC>
+struct gemm_problem {
+  bool trans_a;
+  bool trans_b;
+  std::size_t m;
+  std::size_t n;
+  std::size_t k;
+  float alpha;
+  const TA* a;
+  std::size_t lda;
+  const TB* b;
+  std::size_t ldb;
+  float beta;
+  TC* c;
+  std::size_t ldc;
+};
+
+/// A row-major matrix as gemm sees it, for argument checks: `rows` rows of `row_length`
+/// elements, `ld` apart; the names say how the caller sees it.
+struct gemm_operand {
+  const char* matrix;    // "A", "B", "C"
+  const char* ld_name;   // "lda", ...
+  const char* shape;     // how it is stored, in the caller's names: "m x k"
+  const char* row_name;  // the name of the row length: "k"
+  std::size_t rows;
+  std::size_t row_length;
+  std::size_t ld;
+};
+
+/// std::invalid_argument for ld < row_length, naming the value and its minimum (out of line, so
+/// that the message is not built in every caller).
+[[noreturn]] MIXPREC_KERNEL_API void throw_leading_dimension_error(const gemm_operand& operand);
+/// std::invalid_argument for a span of `size` elements where gemm touches `extent`.
+[[noreturn]] MIXPREC_KERNEL_API void throw_extent_error(const gemm_operand& operand, std::size_t size,
+                                                        std::size_t extent);
+
+MIXPREC_KERNEL_API void gemm(const gemm_problem<float, float, float>& problem);
+MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem);
+MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem);
+MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float>& problem);
+MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float16>& problem);
+
+/// The pool the GEMM kernels split their work across (created on first use, replaced by
+/// kernels::set_num_threads; a running GEMM keeps the pool it started with).
+MIXPREC_KERNEL_API std::shared_ptr<thread_pool> gemm_thread_pool();
+
+// The native bfloat16 path: a hand-written AVX-512 BF16 micro-kernel (vdpbf16ps), used for
+// bfloat16 x bfloat16 GEMMs when the CPU has AVX-512 BF16, the active target is AVX3 or better,
+// and it is enabled (the default). Tests turn it off to compare it with the Highway AVX3 path.
+
+/// This CPU (and compiler) can run the native bfloat16 kernel.
+MIXPREC_KERNEL_API bool native_bf16_supported();
+/// Allows (the default) or forbids the native bfloat16 kernel, process-wide.
+MIXPREC_KERNEL_API void set_native_bf16_enabled(bool enabled);
+MIXPREC_KERNEL_API bool native_bf16_enabled();
+/// Whether a bfloat16 x bfloat16 GEMM called now runs the native kernel.
+MIXPREC_KERNEL_API bool gemm_uses_native_bf16();
+
+}  // namespace detail
+}  // namespace mixprec::kernels

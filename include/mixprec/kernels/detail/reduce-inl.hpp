@@ -1,0 +1,164 @@
+// Per-target reductions over float, bfloat16 and float16. all_finite and amax are exact integer
+// work on the encodings (sign cleared), so lane count and order cannot change them. sum and dot
+// add in the fixed order of summation_order.hpp, without fused multiply-adds, so they return the
+// same bits on every target.
+#if defined(MIXPREC_KERNELS_REDUCE_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MIXPREC_KERNELS_REDUCE_INL_HPP_
+#undef MIXPREC_KERNELS_REDUCE_INL_HPP_
+#else
+#define MIXPREC_KERNELS_REDUCE_INL_HPP_
+#endif
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include <hwy/highway.h>
+#include <mixprec/core/detail/minifloat_codec.hpp>
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/detail/common-inl.hpp>
+#include <mixprec/kernels/detail/convert-inl.hpp>
+#include <mixprec/kernels/detail/kernel_macros.hpp>
+#include <mixprec/kernels/detail/summation_order.hpp>
+
+MIXPREC_KERNELS_BEGIN
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// float, bfloat16 or float16 as the layout of its encoding.
+template <class T>
+constexpr mixprec::detail::minifloat_format format_of() {
+  if constexpr (std::is_same_v<T, float>) return {8, 23, true};
+  else return T::format;
+}
+
+/// Signed integer lanes as wide as T: magnitudes of encodings (sign cleared) compare as the
+/// values do, and every NaN is above the infinity.
+template <class T>
+using BitsTag = hn::ScalableTag<std::conditional_t<sizeof(T) == 4, std::int32_t, std::int16_t>>;
+
+template <class T>
+HWY_INLINE hn::Vec<BitsTag<T>> load_magnitude_bits(const T* p) {
+  using D = BitsTag<T>;
+  using Bits = hn::TFromD<D>;
+  const auto bits = hn::LoadU(D(), reinterpret_cast<const Bits*>(p));
+  return hn::And(bits, hn::Set(D(), static_cast<Bits>(format_of<T>().sign_bit() - 1)));
+}
+
+/// Vectors per step of amax: independent chains hide the Max latency.
+constexpr std::size_t kBitsUnroll = 4;
+/// Vectors per step of all_finite, which tests for an early exit once per step.
+constexpr std::size_t kFiniteUnroll = 8;
+
+template <class T>
+bool AllFinite(const T* x, std::size_t n) {
+  using D = BitsTag<T>;
+  using Bits = hn::TFromD<D>;
+  const D d;
+  const std::size_t lanes = hn::Lanes(d);
+  // Gt with infinity - 1: integer Ge is missing on some targets.
+  const auto largest_finite = hn::Set(d, static_cast<Bits>(format_of<T>().infinity() - 1));
+  return for_each_step<kFiniteUnroll * hn::MaxLanes(D())>(n, kFiniteUnroll * lanes, [&](const T* p) {
+    auto largest = load_magnitude_bits(p);
+    unroll<kFiniteUnroll - 1>([&](auto v) { largest = hn::Max(largest, load_magnitude_bits(p + (v + 1) * lanes)); });
+    return hn::AllFalse(d, hn::Gt(largest, largest_finite));  // false ends the scan
+  }, x);
+}
+
+template <class T>
+float Amax(const T* x, std::size_t n) {
+  using D = BitsTag<T>;
+  const D d;
+  const std::size_t lanes = hn::Lanes(d);
+  hn::Vec<D> largest[kBitsUnroll];
+  for (auto& v : largest) v = hn::Zero(d);
+  for_each_step<kBitsUnroll * hn::MaxLanes(D())>(n, kBitsUnroll * lanes, [&](const T* p) {
+    unroll<kBitsUnroll>([&](auto v) { largest[v] = hn::Max(largest[v], load_magnitude_bits(p + v * lanes)); });
+  }, x);
+  const auto all = hn::Max(hn::Max(largest[0], largest[1]), hn::Max(largest[2], largest[3]));
+  const auto bits = static_cast<std::uint32_t>(hn::GetLane(hn::MaxOfLanes(d, all)));
+  constexpr auto format = format_of<T>();
+  if (bits > format.infinity()) return std::numeric_limits<float>::quiet_NaN();
+  if constexpr (std::is_same_v<T, float>) return std::bit_cast<float>(bits);
+  else return mixprec::detail::decode_to_float(format, bits);
+}
+
+constexpr std::size_t kSumVectors = mixprec::kernels::detail::sum_lanes / hn::MaxLanes(DF());
+static_assert(kSumVectors * hn::MaxLanes(DF()) == mixprec::kernels::detail::sum_lanes,
+              "the fixed summation order needs fixed-width vectors of at most 32 floats");
+
+/// The sum of term(p...) over n elements in the fixed order of summation_order.hpp: term
+/// returns the float terms of Lanes(DF()) consecutive elements.
+template <class Term, class... In>
+HWY_INLINE float OrderedSum(std::size_t n, Term term, const In*... in) {
+  namespace order = mixprec::kernels::detail;
+  const DF df;
+  const std::size_t lanes = hn::Lanes(df);
+  order::chunk_cascade<float> cascade;
+  for (std::size_t start = 0; start < n; start += order::sum_chunk) {
+    hn::Vec<DF> accumulators[kSumVectors];
+    for (auto& a : accumulators) a = hn::Zero(df);
+    const std::size_t count = n - start < order::sum_chunk ? n - start : order::sum_chunk;
+    // Zero padding of the last block adds +0, which leaves every accumulator as it is (a sum
+    // that starts at +0 is never -0).
+    for_each_step<order::sum_lanes>(count, order::sum_lanes, [&](const In*... p) {
+      unroll<kSumVectors>([&](auto v) { accumulators[v] = hn::Add(accumulators[v], term((p + v * lanes)...)); });
+    }, (in + start)...);
+    typename order::chunk_cascade<float>::lanes_type chunk;
+    for (std::size_t v = 0; v < kSumVectors; ++v) hn::StoreU(accumulators[v], df, chunk.data() + v * lanes);
+    cascade.add_chunk(chunk);
+  }
+  return cascade.total();
+}
+
+template <class T>
+float Sum(const T* x, std::size_t n) {
+  return OrderedSum(n, [](const T* p) { return load_as_f32(p); }, x);
+}
+
+template <class T>
+float Dot(const T* a, const T* b, std::size_t n) {
+  // Each product is rounded to float before it is added: no target may fuse (SSE4 cannot).
+  return OrderedSum(n, [](const T* p, const T* q) { return hn::Mul(load_as_f32(p), load_as_f32(q)); }, a, b);
+}
+
+template <class T>
+bool UnscaleAndCheckFinite(T* gradients, std::size_t n, float inv_scale) {
+  const DF df;
+  const DI di;
+  constexpr auto format = format_of<T>();
+  const auto scale = hn::Set(df, inv_scale);
+  const auto magnitude = hn::Set(di, static_cast<std::int32_t>(format.sign_bit() - 1));
+  auto largest = hn::Zero(di);
+  // The zero padding of a ragged tail turns into 0 * inv_scale, which is finite unless
+  // inv_scale is inf or NaN; then every real element's product is inf or NaN too (n > 0).
+  for_each_block<kMaxFloatLanes>(gradients, gradients, n, hn::Lanes(df), [&](const T* in, T* out) {
+    const auto encoding = encode_as<T>(hn::Mul(load_as_f32(in), scale));
+    store_encoding(encoding, out);
+    largest = hn::Max(largest, hn::And(encoding, magnitude));
+  });
+  return hn::AllFalse(di, hn::Gt(largest, hn::Set(di, static_cast<std::int32_t>(format.infinity() - 1))));
+}
+
+bool AllFiniteF32(const float* x, std::size_t n) { return AllFinite(x, n); }
+bool AllFiniteBF16(const bfloat16* x, std::size_t n) { return AllFinite(x, n); }
+bool AllFiniteF16(const float16* x, std::size_t n) { return AllFinite(x, n); }
+float AmaxF32(const float* x, std::size_t n) { return Amax(x, n); }
+float AmaxBF16(const bfloat16* x, std::size_t n) { return Amax(x, n); }
+float AmaxF16(const float16* x, std::size_t n) { return Amax(x, n); }
+float SumF32(const float* x, std::size_t n) { return Sum(x, n); }
+float SumBF16(const bfloat16* x, std::size_t n) { return Sum(x, n); }
+float SumF16(const float16* x, std::size_t n) { return Sum(x, n); }
+float DotF32(const float* a, const float* b, std::size_t n) { return Dot(a, b, n); }
+float DotBF16(const bfloat16* a, const bfloat16* b, std::size_t n) { return Dot(a, b, n); }
+float DotF16(const float16* a, const float16* b, std::size_t n) { return Dot(a, b, n); }
+bool UnscaleAndCheckFiniteF32(float* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+bool UnscaleAndCheckFiniteBF16(bfloat16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+bool UnscaleAndCheckFiniteF16(float16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+
+MIXPREC_KERNELS_END
+
+#endif  // toggle guard

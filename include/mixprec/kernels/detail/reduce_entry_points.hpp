@@ -1,0 +1,34 @@
+// Reduction entry points: plain pointers and sizes, no Highway types. Each call dispatches to
+// the best compiled target for this CPU (or the one forced with kernels::target_scope).
+// The typed public API is reduce.hpp.
+#pragma once
+
+#include <cstddef>
+
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/config.hpp>
+
+namespace mixprec::kernels::detail {
+
+/// Whether no element is inf or NaN; stops reading at the first block that has one.
+MIXPREC_KERNEL_API bool all_finite_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_API bool all_finite_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_API bool all_finite_f16(const float16* x, std::size_t n);
+/// max |x[i]|, exactly; NaN if any element is NaN; +0 for n == 0.
+MIXPREC_KERNEL_API float amax_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_API float amax_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_API float amax_f16(const float16* x, std::size_t n);
+/// Float sums in the order of summation_order.hpp.
+MIXPREC_KERNEL_API float sum_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_API float sum_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_API float sum_f16(const float16* x, std::size_t n);
+/// Sums of float products (each rounded to float), in the order of summation_order.hpp.
+MIXPREC_KERNEL_API float dot_f32(const float* a, const float* b, std::size_t n);
+MIXPREC_KERNEL_API float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n);
+MIXPREC_KERNEL_API float dot_f16(const float16* a, const float16* b, std::size_t n);
+/// g[i] = cast<T>(float(g[i]) * inv_scale); returns whether every result is finite.
+MIXPREC_KERNEL_API bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale);
+MIXPREC_KERNEL_API bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale);
+MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale);
+
+}  // namespace mixprec::kernels::detail

@@ -1,0 +1,106 @@
+// gemm: C = alpha * op(A) * op(B) + beta * C for float, bfloat16 and float16 operands,
+// accumulated in float, vectorized (dispatched to the best CPU target) and split across threads.
+//
+//   // y (batch x units) = x (batch x inputs) * w^T, with w stored units x inputs:
+//   kernels::gemm(transpose::no, transpose::yes, batch, units, inputs, 1.0f, x, inputs, w, inputs, 0.0f, y, units);
+//
+// Row-major, as in CBLAS with CblasRowMajor. The result does not depend on the number of
+// threads, bit for bit; it does depend on the target: fused multiply-add on AVX2/AVX3, separate
+// multiply and add on SSE4/SSSE3/SCALAR; and on CPUs with AVX-512 BF16, bfloat16 x bfloat16
+// products are summed in pairs by vdpbf16ps, which treats subnormal inputs and sums as zero.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <type_traits>
+
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/config.hpp>
+#include <mixprec/kernels/detail/gemm_entry_points.hpp>
+
+namespace mixprec::kernels {
+
+enum class transpose : bool { no = false, yes = true };
+
+namespace detail {
+
+template <class TA, class TB, class TC>
+inline constexpr bool is_gemm_dtype_combination =
+    (std::is_same_v<TA, float> && std::is_same_v<TB, float> && std::is_same_v<TC, float>) ||
+    (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16> &&
+     (std::is_same_v<TC, float> || std::is_same_v<TC, bfloat16>)) ||
+    (std::is_same_v<TA, float16> && std::is_same_v<TB, float16> &&
+     (std::is_same_v<TC, float> || std::is_same_v<TC, float16>));
+
+inline void check_leading_dimension(const gemm_operand& operand) {
+  if (operand.ld < operand.row_length) throw_leading_dimension_error(operand);
+}
+
+/// Elements from the first to one past the last that gemm touches.
+inline std::size_t extent(const gemm_operand& operand) {
+  return operand.rows == 0 || operand.row_length == 0 ? 0 : (operand.rows - 1) * operand.ld + operand.row_length;
+}
+
+inline void check_extent(const gemm_operand& operand, std::size_t size) {
+  if (size < extent(operand)) throw_extent_error(operand, size, extent(operand));
+}
+
+struct gemm_operands {
+  gemm_operand a, b, c;
+  gemm_operands(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, std::size_t lda,
+                std::size_t ldb, std::size_t ldc)
+      : a(trans_a == transpose::no ? gemm_operand{"A", "lda", "m x k", "k", m, k, lda}
+                                   : gemm_operand{"A", "lda", "stored transposed, k x m", "m", k, m, lda}),
+        b(trans_b == transpose::no ? gemm_operand{"B", "ldb", "k x n", "n", k, n, ldb}
+                                   : gemm_operand{"B", "ldb", "stored transposed, n x k", "k", n, k, ldb}),
+        c{"C", "ldc", "m x n", "n", m, n, ldc} {
+    check_leading_dimension(a);
+    check_leading_dimension(b);
+    check_leading_dimension(c);
+  }
+};
+
+}  // namespace detail
+
+/// C = alpha * op(A) * op(B) + beta * C, row-major. op(A) is m x k (A is m x k with leading
+/// dimension lda, or k x m when transposed), op(B) is k x n, C is m x n with leading dimension
+/// ldc. Accumulation in float32; a 16-bit C is rounded once (nearest even) at the end.
+/// beta == 0 means C is not read (NaN/garbage in C ignored), as in BLAS; so does k == 0 or
+/// alpha == 0 for A and B (C = beta * C).
+/// Supported (TA, TB, TC): (float, float, float), (bfloat16, bfloat16, float),
+/// (bfloat16, bfloat16, bfloat16), (float16, float16, float), (float16, float16, float16).
+/// A leading dimension shorter than its row throws std::invalid_argument, before anything is written.
+template <class TA, class TB, class TC>
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const TA* a, std::size_t lda, const TB* b, std::size_t ldb, float beta, TC* c, std::size_t ldc) {
+  static_assert(detail::is_gemm_dtype_combination<TA, TB, TC>,
+                "mixprec::kernels::gemm supports (A, B, C) dtypes (float, float, float), (bfloat16, bfloat16, float), "
+                "(bfloat16, bfloat16, bfloat16), (float16, float16, float) and (float16, float16, float16); "
+                "convert the operands with mixprec::convert first");
+  if constexpr (detail::is_gemm_dtype_combination<TA, TB, TC>) {
+    detail::gemm_operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+    detail::gemm(detail::gemm_problem<TA, TB, TC>{trans_a == transpose::yes, trans_b == transpose::yes, m, n, k, alpha,
+                                                  a, lda, b, ldb, beta, c, ldc});
+  }
+}
+
+/// The same on spans, which must hold every element gemm touches (else std::invalid_argument).
+template <class TA, class TB, class TC>
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          std::span<const TA> a, std::size_t lda, std::span<const TB> b, std::size_t ldb, float beta, std::span<TC> c,
+          std::size_t ldc) {
+  const detail::gemm_operands operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  detail::check_extent(operands.a, a.size());
+  detail::check_extent(operands.b, b.size());
+  detail::check_extent(operands.c, c.size());
+  gemm(trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+}
+
+/// Threads the GEMM splits its work across, the calling thread included; 0 means
+/// std::thread::hardware_concurrency(), which is also the default. Results do not depend on it.
+MIXPREC_KERNEL_API void set_num_threads(std::size_t threads);
+MIXPREC_KERNEL_API std::size_t num_threads();
+
+}  // namespace mixprec::kernels
+
+#include <mixprec/kernels/detail/default_implementation.hpp>

@@ -1,0 +1,147 @@
+// Reductions over a span: finiteness, max |x|, float32 sums and dot products, and the one-pass
+// gradient unscaling of loss scaling.
+//
+//   std::vector<bfloat16> g = ...;
+//   if (!unscale_and_check_finite<bfloat16>(g, 1.0f / loss_scale)) skip_this_step();
+//   float scale = 448.0f / amax<float>(weights);
+//
+// float, bfloat16 and float16 run Highway kernels (dispatched to the best target); every other
+// floating dtype (double, float8_e4m3fn, float8_e5m2) runs a scalar loop with the same
+// semantics. Every result is bit-identical on every target:
+//  - all_finite and amax are exact.
+//  - sum and dot accumulate in float32 in one fixed order that does not depend on the vector
+//    width (kernels/detail/summation_order.hpp: 32 interleaved accumulators per chunk of 2048
+//    elements, chunks summed pairwise), with every product rounded to float before it is added
+//    (no fused multiply-add). For float8 the result is exactly sum<float> of the widened values;
+//    double sums in double in the same order and rounds the result to float once.
+//  - A NaN result is the canonical quiet NaN.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/detail/reduce_entry_points.hpp>
+#include <mixprec/kernels/detail/summation_order.hpp>
+
+namespace mixprec {
+
+/// Whether every element is finite (neither inf nor NaN). Stops reading at the first block that
+/// holds a non-finite element, so a gradient that overflowed early is rejected quickly.
+template <class T>
+  requires FloatingDType<T>
+bool all_finite(std::span<const T> x) {
+  namespace k = kernels::detail;
+  if constexpr (std::is_same_v<T, float>) {
+    return k::all_finite_f32(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return k::all_finite_bf16(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return k::all_finite_f16(x.data(), x.size());
+  } else {
+    for (const T& value : x)
+      if (!std::isfinite(static_cast<double>(value))) return false;
+    return true;
+  }
+}
+
+/// max |x[i]| as float (exact for every dtype but double, which rounds the maximum once).
+/// If any element is NaN the result is NaN, as in a float8 scaling recipe that must notice a
+/// broken tensor rather than skip it. An empty span gives +0.
+template <class T>
+  requires FloatingDType<T>
+float amax(std::span<const T> x) {
+  namespace k = kernels::detail;
+  if constexpr (std::is_same_v<T, float>) {
+    return k::amax_f32(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return k::amax_bf16(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return k::amax_f16(x.data(), x.size());
+  } else {
+    double largest = 0.0;
+    for (const T& value : x) {
+      const double magnitude = std::fabs(static_cast<double>(value));
+      if (std::isnan(magnitude)) return std::numeric_limits<float>::quiet_NaN();
+      if (magnitude > largest) largest = magnitude;
+    }
+    return static_cast<float>(largest);
+  }
+}
+
+/// The sum of the elements, accumulated in float32 (double: in double) in the fixed order
+/// described above. An empty span gives +0.
+template <class T>
+  requires FloatingDType<T>
+float sum(std::span<const T> x) {
+  namespace k = kernels::detail;
+  if constexpr (std::is_same_v<T, float>) {
+    return k::sum_f32(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return k::sum_bf16(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return k::sum_f16(x.data(), x.size());
+  } else if constexpr (std::is_same_v<T, double>) {
+    return static_cast<float>(k::ordered_sum<double>(x.size(), [&](std::size_t i) { return x[i]; }));
+  } else {
+    return k::ordered_sum<float>(x.size(), [&](std::size_t i) { return static_cast<float>(x[i]); });
+  }
+}
+
+/// sum(a[i] * b[i]), each product rounded to float32 (double: double) before it is added.
+/// Throws std::invalid_argument if the sizes differ.
+template <class T>
+  requires FloatingDType<T>
+float dot(std::span<const T> a, std::span<const T> b) {
+  if (a.size() != b.size())
+    throw std::invalid_argument("dot: the first operand has " + std::to_string(a.size()) +
+                                " elements but the second has " + std::to_string(b.size()) +
+                                "; they must match.");
+  namespace k = kernels::detail;
+  const std::size_t n = a.size();
+  if constexpr (std::is_same_v<T, float>) {
+    return k::dot_f32(a.data(), b.data(), n);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return k::dot_bf16(a.data(), b.data(), n);
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return k::dot_f16(a.data(), b.data(), n);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return static_cast<float>(k::ordered_sum<double>(n, [&](std::size_t i) { return a[i] * b[i]; }));
+  } else {
+    return k::ordered_sum<float>(n, [&](std::size_t i) { return static_cast<float>(a[i]) * static_cast<float>(b[i]); });
+  }
+}
+
+/// Loss scaling: multiplies every gradient by inv_scale in place and returns whether all results are finite, in one pass.
+/// Each result is float(g) * inv_scale rounded once to T (double: computed in double); whether
+/// it is finite is judged after that rounding, so a float16 product beyond 65504 counts as an
+/// overflow. Every gradient is scaled even when an early one is not finite.
+template <class T>
+  requires FloatingDType<T>
+bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
+  namespace k = kernels::detail;
+  if constexpr (std::is_same_v<T, float>) {
+    return k::unscale_and_check_finite_f32(gradients.data(), gradients.size(), inv_scale);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return k::unscale_and_check_finite_bf16(gradients.data(), gradients.size(), inv_scale);
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return k::unscale_and_check_finite_f16(gradients.data(), gradients.size(), inv_scale);
+  } else {
+    bool finite = true;
+    for (T& g : gradients) {
+      if constexpr (std::is_same_v<T, double>) g *= static_cast<double>(inv_scale);
+      else g = T(static_cast<float>(g) * inv_scale);
+      finite = finite && std::isfinite(static_cast<double>(g));
+    }
+    return finite;
+  }
+}
+
+}  // namespace mixprec
+
+#include <mixprec/kernels/detail/default_implementation.hpp>

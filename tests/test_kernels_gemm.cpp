@@ -1,0 +1,665 @@
+// GEMM on every supported target, for every supported dtype combination and all four
+// transpositions: exact on integer data (any wrong index shows), within a derived error bound of a
+// double-precision reference on random data, bit-identical for any thread count; plus BLAS edge
+// semantics (beta == 0, k == 0, alpha == 0, empty shapes), leading dimensions, argument errors,
+// the thread pool, the thread split, and the native AVX-512 BF16 path where the CPU has it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/kernels/detail/gemm_blocking.hpp>
+#include <mixprec/kernels/detail/gemm_native_bf16.hpp>
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/thread_pool.hpp>
+
+#include "float_reference.hpp"
+#include "kernel_targets.hpp"
+
+using namespace mixprec;
+using kernels::transpose;
+using mixprec::test::for_each_target;
+
+namespace {
+
+constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
+
+template <class T>
+std::string dtype() {
+  if constexpr (std::is_same_v<T, float>) return "float32";
+  else if constexpr (std::is_same_v<T, bfloat16>) return "bfloat16";
+  else return "float16";
+}
+
+template <class T>
+auto bits_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return std::bit_cast<std::uint32_t>(x);
+  else return x.to_bits();
+}
+
+/// One operand as gemm sees it: op(X) is rows x cols; it is stored transposed or not, row-major,
+/// with leading dimension ld; the padding between rows holds NaN, so reading it shows in C.
+template <class T>
+struct operand {
+  std::size_t rows = 0, cols = 0;
+  bool transposed = false;
+  std::size_t ld = 0;
+  std::vector<T> storage;
+
+  operand(std::size_t r, std::size_t c, bool trans, std::size_t padding) : rows(r), cols(c), transposed(trans) {
+    const std::size_t stored_rows = trans ? cols : rows;
+    const std::size_t stored_cols = trans ? rows : cols;
+    ld = stored_cols + padding;
+    storage.assign(stored_rows * ld, T(nan_f));
+  }
+  T& at(std::size_t i, std::size_t j) { return transposed ? storage[j * ld + i] : storage[i * ld + j]; }
+  double value(std::size_t i, std::size_t j) const {
+    return static_cast<double>(static_cast<float>(transposed ? storage[j * ld + i] : storage[i * ld + j]));
+  }
+  template <class Generator>
+  void fill(Generator&& generate) {
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) at(i, j) = T(generate());
+  }
+};
+
+/// C (m x n, leading dimension ldc); its padding holds a sentinel that gemm must leave alone.
+template <class T>
+struct output {
+  std::size_t rows, cols, ld;
+  std::vector<T> storage;
+  static constexpr float sentinel = 1234.5f;
+
+  output(std::size_t r, std::size_t c, std::size_t padding) : rows(r), cols(c), ld(c + padding) {
+    storage.assign(r * ld, T(sentinel));
+  }
+  T& at(std::size_t i, std::size_t j) { return storage[i * ld + j]; }
+  double value(std::size_t i, std::size_t j) const {
+    return static_cast<double>(static_cast<float>(storage[i * ld + j]));
+  }
+};
+
+struct scaling {
+  float alpha, beta;
+};
+
+/// The exact result in double, and the magnitude it is made of: |alpha| sum_p |a_ip b_pj| + |beta c_ij|.
+struct reference {
+  std::vector<double> value, magnitude;
+};
+
+template <class TA, class TB, class TC>
+reference reference_gemm(const operand<TA>& a, const operand<TB>& b, const output<TC>& c0, scaling s) {
+  const std::size_t m = a.rows, k = a.cols, n = b.cols;
+  std::vector<double> a_rows(m * k), b_columns(n * k);  // op(A) by rows, op(B) by columns
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t p = 0; p < k; ++p) a_rows[i * k + p] = a.value(i, p);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t p = 0; p < k; ++p) b_columns[j * k + p] = b.value(p, j);
+  reference r{std::vector<double>(m * n), std::vector<double>(m * n)};
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double product = a_rows[i * k + p] * b_columns[j * k + p];
+        sum += product;
+        magnitude += std::abs(product);
+      }
+      const double c_term = s.beta == 0.0f ? 0.0 : static_cast<double>(s.beta) * c0.value(i, j);
+      r.value[i * n + j] = static_cast<double>(s.alpha) * sum + c_term;
+      r.magnitude[i * n + j] = std::abs(static_cast<double>(s.alpha)) * magnitude + std::abs(c_term);
+    }
+  }
+  return r;
+}
+
+template <class TA, class TB, class TC>
+void run_gemm(const operand<TA>& a, const operand<TB>& b, output<TC>& c, scaling s) {
+  const transpose trans_a = a.transposed ? transpose::yes : transpose::no;
+  const transpose trans_b = b.transposed ? transpose::yes : transpose::no;
+  kernels::gemm(trans_a, trans_b, c.rows, c.cols, a.cols, s.alpha, a.storage.data(), a.ld, b.storage.data(), b.ld,
+                s.beta, c.storage.data(), c.ld);
+}
+
+/// The padding of C still holds the sentinel.
+template <class TC>
+bool padding_untouched(const output<TC>& c) {
+  for (std::size_t i = 0; i < c.rows; ++i)
+    for (std::size_t j = c.cols; j < c.ld; ++j)
+      if (bits_of(c.storage[i * c.ld + j]) != bits_of(TC(output<TC>::sentinel))) return false;
+  return true;
+}
+
+// Error bound. For one element the kernel computes alpha * sum_p a_p b_p + beta * c in float:
+// the products are summed in order, in depth blocks of kc = 256, each step one fused multiply-add
+// (one rounding) or a multiply and an add (two); each block sum is scaled by alpha (one rounding)
+// and added to the running result (one), and beta * c is added once (two). So each term (the
+// products and beta * c) passes through at most 2 + (k - 1) + 1 + ceil(k / kc) + 2 <= 2k + 4
+// roundings, and by the standard analysis of recursive summation (Higham, Accuracy and Stability
+// of Numerical Algorithms, 2nd ed., section 3.1),
+//     |computed - exact| <= gamma_{2k+4} * (|alpha| sum_p |a_p b_p| + |beta c|),
+//     gamma_n = n u / (1 - n u), u = 2^-24 (float's unit roundoff).
+// The native bfloat16 path (vdpbf16ps) multiplies pairs exactly and adds both products: fewer
+// roundings, but it flushes subnormal results to zero, each flush costing at most FLT_MIN, once
+// per step: |alpha| k FLT_MIN more (negligible unless the data underflows; counted anyway).
+// A 16-bit C is then rounded once to nearest: relative error u16 = 2^-8 (bfloat16) or 2^-11
+// (float16) of the float result, plus half a subnormal step (float16: 2^-25) for tiny values.
+double float_bound(std::size_t k, double magnitude, float alpha) {
+  const double u = 0x1p-24;
+  const double n = 2.0 * static_cast<double>(k) + 4.0;
+  return n * u / (1.0 - n * u) * magnitude + std::abs(static_cast<double>(alpha)) * static_cast<double>(k) * FLT_MIN;
+}
+
+template <class TC>
+double output_bound(double exact, double float_error) {
+  if constexpr (std::is_same_v<TC, float>) {
+    return float_error;
+  } else {
+    const double u16 = std::is_same_v<TC, bfloat16> ? 0x1p-8 : 0x1p-11;
+    const double half_subnormal_step = std::is_same_v<TC, bfloat16> ? 0x1p-134 : 0x1p-25;
+    return float_error + u16 * (std::abs(exact) + float_error) + half_subnormal_step;
+  }
+}
+
+template <class TC>
+void check_within_bound(const output<TC>& c, const reference& r, std::size_t k, float alpha) {
+  for (std::size_t i = 0; i < c.rows; ++i) {
+    for (std::size_t j = 0; j < c.cols; ++j) {
+      const double exact = r.value[i * c.cols + j];
+      const double bound = output_bound<TC>(exact, float_bound(k, r.magnitude[i * c.cols + j], alpha));
+      const double got = c.value(i, j);
+      if (!(std::abs(got - exact) <= bound)) {
+        FAIL_CHECK("C(" << i << ", " << j << ") = " << got << ", exact " << exact << ", error "
+                        << std::abs(got - exact) << " > bound " << bound);
+        return;
+      }
+    }
+  }
+  CHECK(padding_untouched(c));
+}
+
+struct shape {
+  std::size_t m, n, k;
+};
+
+/// Runs f on every supported target, or only on the active one (for a test that forced one).
+template <class F>
+void on_targets(bool every_target, F&& f) {
+  if (every_target) for_each_target(f);
+  else f(kernels::active_target());
+}
+
+std::string describe(shape s, bool trans_a, bool trans_b, scaling sc) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (trans_a ? " A^T" : " A") +
+         (trans_b ? " B^T" : " B") + " alpha " + std::to_string(sc.alpha) + " beta " + std::to_string(sc.beta);
+}
+
+/// Random data, every transposition, on every target: within the bound of the double reference.
+/// Each call rotates through the scalings; beta == 0 runs on a C full of NaN.
+template <class TA, class TB, class TC>
+void check_random(const std::vector<shape>& shapes, std::size_t padding, unsigned seed, bool every_target = true) {
+  INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
+  const scaling scalings[] = {{1.0f, 0.0f}, {-0.75f, 1.0f}, {1.5f, -0.5f}, {0.5f, 0.0f}};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::size_t call = 0;
+  for (const shape& sh : shapes) {
+    for (int trans = 0; trans < 4; ++trans, ++call) {
+      const bool trans_a = (trans & 1) != 0, trans_b = (trans & 2) != 0;
+      const scaling sc = scalings[call % 4];
+      INFO(describe(sh, trans_a, trans_b, sc), ", padding ", padding);
+      operand<TA> a(sh.m, sh.k, trans_a, padding);
+      operand<TB> b(sh.k, sh.n, trans_b, padding);
+      output<TC> c0(sh.m, sh.n, padding);
+      a.fill([&] { return uniform(rng); });
+      b.fill([&] { return uniform(rng); });
+      for (std::size_t i = 0; i < sh.m; ++i)
+        for (std::size_t j = 0; j < sh.n; ++j) c0.at(i, j) = TC(sc.beta == 0.0f ? nan_f : uniform(rng));
+      const reference r = reference_gemm(a, b, c0, sc);
+      on_targets(every_target, [&](const std::string&) {
+        output<TC> c = c0;
+        run_gemm(a, b, c, sc);
+        check_within_bound(c, r, sh.k, sc.alpha);
+      });
+    }
+  }
+}
+
+/// Small integers: every product and partial sum is exact in float, so the result must be exact
+/// whatever the order of summation (and a 16-bit C the exact value rounded once).
+template <class TA, class TB, class TC>
+void check_exact(const std::vector<shape>& shapes, unsigned seed, bool every_target = true) {
+  INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
+  const scaling scalings[] = {{1.0f, 0.0f}, {2.0f, -1.0f}, {-0.5f, 3.0f}};
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::size_t call = 0;
+  for (const shape& sh : shapes) {
+    for (int trans = 0; trans < 4; ++trans, ++call) {
+      const bool trans_a = (trans & 1) != 0, trans_b = (trans & 2) != 0;
+      const scaling sc = scalings[call % 3];
+      const std::size_t padding = call % 2 == 0 ? 0 : 3;
+      INFO(describe(sh, trans_a, trans_b, sc), ", padding ", padding);
+      operand<TA> a(sh.m, sh.k, trans_a, padding);
+      operand<TB> b(sh.k, sh.n, trans_b, padding);
+      output<TC> c0(sh.m, sh.n, padding);
+      a.fill([&] { return static_cast<float>(small(rng)); });
+      b.fill([&] { return static_cast<float>(small(rng)); });
+      for (std::size_t i = 0; i < sh.m; ++i)
+        for (std::size_t j = 0; j < sh.n; ++j)
+          c0.at(i, j) = TC(sc.beta == 0.0f ? nan_f : static_cast<float>(small(rng)));
+      const reference r = reference_gemm(a, b, c0, sc);
+      on_targets(every_target, [&](const std::string&) {
+        output<TC> c = c0;
+        run_gemm(a, b, c, sc);
+        for (std::size_t i = 0; i < sh.m; ++i) {
+          for (std::size_t j = 0; j < sh.n; ++j) {
+            double expected = r.value[i * sh.n + j];
+            if constexpr (std::is_same_v<TC, bfloat16>) expected = test::reference_round(test::ref_bfloat16, expected);
+            if constexpr (std::is_same_v<TC, float16>) expected = test::reference_round(test::ref_binary16, expected);
+            if (c.value(i, j) != expected) {
+              FAIL_CHECK("C(" << i << ", " << j << ") = " << c.value(i, j) << ", expected " << expected);
+              return;
+            }
+          }
+        }
+        CHECK(padding_untouched(c));
+      });
+    }
+  }
+}
+
+template <class F>
+void for_each_dtype_combination(F&& f) {
+  f.template operator()<float, float, float>();
+  f.template operator()<bfloat16, bfloat16, float>();
+  f.template operator()<bfloat16, bfloat16, bfloat16>();
+  f.template operator()<float16, float16, float>();
+  f.template operator()<float16, float16, float16>();
+}
+
+/// Restores the GEMM thread count at the end of a scope.
+struct thread_count_scope {
+  std::size_t saved = kernels::num_threads();
+  ~thread_count_scope() { kernels::set_num_threads(saved); }
+};
+
+/// Fixed random operands (A and C padded), multiplied with alpha 0.75 and beta -0.5.
+template <class TA, class TB, class TC>
+struct fixed_problem {
+  operand<TA> a;
+  operand<TB> b;
+  output<TC> c;
+
+  fixed_problem(shape sh, bool trans_a, bool trans_b)
+      : a(sh.m, sh.k, trans_a, 1), b(sh.k, sh.n, trans_b, 0), c(sh.m, sh.n, 2) {
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    a.fill([&] { return uniform(rng); });
+    b.fill([&] { return uniform(rng); });
+    for (auto& x : c.storage) x = TC(uniform(rng));
+  }
+  /// C after the GEMM on the current thread count.
+  std::vector<TC> run() const {
+    output<TC> result = c;
+    run_gemm(a, b, result, {0.75f, -0.5f});
+    return result.storage;
+  }
+};
+
+template <class TC>
+bool same_bits(const std::vector<TC>& x, const std::vector<TC>& y) {
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (bits_of(x[i]) != bits_of(y[i])) return false;
+  return true;
+}
+
+/// The same GEMM with 2, 3, 4 and 7 threads equals the single-threaded one bit for bit. The shapes
+/// are large enough (> 7 x 2 Mflop) to be split across all of them.
+template <class TA, class TB, class TC>
+void check_thread_invariance() {
+  INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
+  thread_count_scope restore;
+  const shape shapes[] = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}};
+  for (std::size_t s = 0; s < std::size(shapes); ++s) {
+    const bool trans_a = s == 1, trans_b = s == 2;
+    INFO(describe(shapes[s], trans_a, trans_b, {0.75f, -0.5f}));
+    fixed_problem<TA, TB, TC> problem(shapes[s], trans_a, trans_b);
+    kernels::set_num_threads(1);
+    const auto single = problem.run();
+    for (std::size_t threads : {2, 3, 4, 7}) {
+      INFO(threads, " threads");
+      kernels::set_num_threads(threads);
+      CHECK(same_bits(problem.run(), single));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gemm is exact on small integers: every shape around the micro-tile, transposition and dtype") {
+  std::vector<shape> shapes;
+  for (std::size_t m : {1, 5, 6, 7, 13})
+    for (std::size_t n : {1, 8, 15, 16, 17, 33})
+      for (std::size_t k : {1, 2, 17}) shapes.push_back({m, n, k});
+  unsigned seed = 1;
+  for_each_dtype_combination([&]<class TA, class TB, class TC>() { check_exact<TA, TB, TC>(shapes, seed++); });
+}
+
+TEST_CASE("gemm is exact on small integers across cache blocks: kc, mc, nc and the 16-bit accumulator chunk") {
+  // 257 > kc, 145 > mc, 1025 > nc, 577 > the 576 accumulator rows of a 16-bit C.
+  const std::vector<shape> shapes{{145, 40, 257}, {20, 1025, 30}, {577, 9, 20}};
+  unsigned seed = 100;
+  for_each_dtype_combination([&]<class TA, class TB, class TC>() { check_exact<TA, TB, TC>(shapes, seed++); });
+}
+
+TEST_CASE("gemm on random data is within the error bound of a double reference") {
+  const std::vector<shape> shapes{{1, 1, 1},     {7, 13, 17},   {1000, 1, 1000}, {1, 1000, 3},  {12, 32, 255},
+                                  {13, 33, 257}, {6, 16, 256},  {145, 47, 300},  {37, 1025, 19}, {2, 3, 1000}};
+  unsigned seed = 200;
+  for_each_dtype_combination([&]<class TA, class TB, class TC>() {
+    check_random<TA, TB, TC>(shapes, 0, seed++);
+    check_random<TA, TB, TC>({{9, 21, 70}, {31, 5, 600}}, 5, seed++);  // leading dimensions > widths
+  });
+}
+
+TEST_CASE("gemm on random data across every cache block edge at once") {
+  // 145 rows (mc + 1), 1025 columns (nc + 1), depth 513 (2 kc + 1).
+  unsigned seed = 300;
+  std::mt19937 rng(seed);
+  for_each_dtype_combination([&]<class TA, class TB, class TC>() {
+    INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
+    const shape sh{145, 1025, 513};
+    const bool trans_a = (seed & 1) != 0, trans_b = (seed & 2) != 0;
+    ++seed;
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    operand<TA> a(sh.m, sh.k, trans_a, 0);
+    operand<TB> b(sh.k, sh.n, trans_b, 0);
+    output<TC> c0(sh.m, sh.n, 0);
+    a.fill([&] { return uniform(rng); });
+    b.fill([&] { return uniform(rng); });
+    for (auto& x : c0.storage) x = TC(uniform(rng));
+    const scaling sc{1.0f, 1.0f};
+    const reference r = reference_gemm(a, b, c0, sc);
+    for_each_target([&](const std::string&) {
+      output<TC> c = c0;
+      run_gemm(a, b, c, sc);
+      check_within_bound(c, r, sh.k, sc.alpha);
+    });
+  });
+}
+
+TEST_CASE("gemm gives the same bits for any number of threads") {
+  for_each_target([&](const std::string&) {
+    for_each_dtype_combination([&]<class TA, class TB, class TC>() { check_thread_invariance<TA, TB, TC>(); });
+  });
+}
+
+TEST_CASE("gemm called from several threads at once (the pool is shared) gives the same bits") {
+  thread_count_scope restore;
+  fixed_problem<bfloat16, bfloat16, float> problem({150, 260, 270}, false, true);
+  kernels::set_num_threads(1);
+  const auto expected = problem.run();
+  kernels::set_num_threads(2);
+  std::vector<std::vector<float>> results(3);
+  std::vector<std::thread> callers;
+  for (auto& result : results) {
+    callers.emplace_back([&result, &problem] {
+      for (int repeat = 0; repeat < 3; ++repeat) result = problem.run();
+    });
+  }
+  for (auto& caller : callers) caller.join();
+  for (const auto& result : results) CHECK(same_bits(result, expected));
+}
+
+TEST_CASE("NaN in one element of A or B reaches exactly its row or column of C") {
+  const std::size_t m = 20, n = 37, k = 300, bad_row = 13, bad_column = 30, bad_depth = 277;
+  for_each_target([&](const std::string&) {
+    for (int trans = 0; trans < 4; ++trans) {
+      operand<bfloat16> a(m, k, (trans & 1) != 0, 2);
+      operand<bfloat16> b(k, n, (trans & 2) != 0, 1);
+      a.fill([] { return 0.5f; });
+      b.fill([] { return 0.25f; });
+      output<float> c(m, n, 0);
+      a.at(bad_row, bad_depth) = bfloat16(nan_f);
+      run_gemm(a, b, c, {1.0f, 0.0f});
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) REQUIRE(std::isnan(c.value(i, j)) == (i == bad_row));
+      a.at(bad_row, bad_depth) = bfloat16(0.5f);
+      b.at(bad_depth, bad_column) = bfloat16(std::numeric_limits<float>::infinity());
+      run_gemm(a, b, c, {1.0f, 0.0f});
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) REQUIRE(c.value(i, j) == (j == bad_column ? INFINITY : 0.125 * k));
+    }
+  });
+}
+
+TEST_CASE("gemm edge cases: empty shapes, k == 0, alpha == 0, beta == 0 over NaN") {
+  for_each_target([&](const std::string&) {
+    // m == 0 or n == 0: nothing is touched (null pointers are fine).
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, 0, 5, 3, 1.0f, nullptr, 3, nullptr, 5, 0.0f,
+                                       nullptr, 5);
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, 4, 0, 3, 1.0f, nullptr, 3, nullptr, 0, 0.0f,
+                                       nullptr, 0);
+    // k == 0: C = beta * C, A and B are not read.
+    std::vector<float> c{1.0f, -2.0f, 3.0f, nan_f};
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 2.0f,
+                                       c.data(), 2);
+    CHECK(c[0] == 2.0f);
+    CHECK(c[1] == -4.0f);
+    CHECK(c[2] == 6.0f);
+    CHECK(std::isnan(c[3]));
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 0.0f,
+                                       c.data(), 2);
+    CHECK(c == std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f});
+    // alpha == 0: A and B are not read (NaN there is ignored), C = beta * C.
+    const std::vector<bfloat16> a(6, bfloat16(nan_f)), b(6, bfloat16(nan_f));
+    std::vector<bfloat16> c16{bfloat16(1.0f), bfloat16(nan_f), bfloat16(-3.0f), bfloat16(0.5f)};
+    kernels::gemm(transpose::no, transpose::no, 2, 2, 3, 0.0f, a.data(), 3, b.data(), 2, 0.5f, c16.data(), 2);
+    CHECK(static_cast<float>(c16[0]) == 0.5f);
+    CHECK(std::isnan(static_cast<float>(c16[1])));
+    CHECK(static_cast<float>(c16[2]) == -1.5f);
+    kernels::gemm(transpose::no, transpose::no, 2, 2, 3, 0.0f, a.data(), 3, b.data(), 2, 0.0f, c16.data(), 2);
+    for (auto x : c16) CHECK(static_cast<float>(x) == 0.0f);
+    // 1 x 1 x 1 with beta == 0 over NaN.
+    const float one_a = 3.0f, one_b = -2.0f;
+    float one_c = nan_f;
+    kernels::gemm(transpose::yes, transpose::yes, 1, 1, 1, 0.5f, &one_a, 1, &one_b, 1, 0.0f, &one_c, 1);
+    CHECK(one_c == -3.0f);
+  });
+}
+
+TEST_CASE("a 16-bit C is rounded once, to nearest even, from the float sum") {
+  // 1 + 2^-8 + 2^-9 rounds up in bfloat16 (2^-8 is half an ulp, plus a bit); rounding the float
+  // sum is what makes it up: summing in bfloat16 would give 1.
+  const std::vector<float> a{1.0f, 1.0f, 1.0f};
+  const std::vector<float> b{1.0f, 0x1p-8f, 0x1p-9f};
+  std::vector<bfloat16> a16, b16;
+  for (float x : a) a16.push_back(bfloat16(x));
+  for (float x : b) b16.push_back(bfloat16(x));
+  for_each_target([&](const std::string&) {
+    bfloat16 c{};
+    kernels::gemm(transpose::no, transpose::no, 1, 1, 3, 1.0f, a16.data(), 3, b16.data(), 1, 0.0f, &c, 1);
+    CHECK(static_cast<float>(c) == 1.0f + 0x1p-7f);
+    // A tie (1 + 2^-8 exactly) goes to even: 1.
+    kernels::gemm(transpose::no, transpose::no, 1, 1, 2, 1.0f, a16.data(), 3, b16.data(), 1, 0.0f, &c, 1);
+    CHECK(static_cast<float>(c) == 1.0f);
+  });
+}
+
+TEST_CASE("bad leading dimensions throw, naming the value and its minimum, and leave C unchanged") {
+  const std::vector<float> a(100, 1.0f), b(100, 1.0f);
+  std::vector<float> c(100, 7.0f);
+  const auto call = [&](transpose ta, transpose tb, std::size_t lda, std::size_t ldb, std::size_t ldc) {
+    kernels::gemm(ta, tb, 4, 5, 6, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc);
+  };
+  using doctest::Contains;
+  CHECK_THROWS_WITH_AS(call(transpose::no, transpose::no, 5, 5, 5),
+                       "gemm: lda = 5 is too small: A is m x k = 4 x 6, row-major, so lda must be at least k = 6.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(transpose::yes, transpose::no, 3, 5, 5), Contains("lda must be at least m = 4"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(transpose::no, transpose::no, 6, 4, 5), Contains("ldb must be at least n = 5"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(transpose::no, transpose::yes, 6, 5, 5), Contains("ldb must be at least k = 6"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(transpose::yes, transpose::yes, 4, 6, 4), Contains("ldc must be at least n = 5"),
+                       std::invalid_argument);
+  CHECK_NOTHROW(call(transpose::yes, transpose::yes, 4, 6, 5));
+  std::fill(c.begin(), c.end(), 7.0f);
+  CHECK_THROWS_AS(call(transpose::no, transpose::no, 6, 5, 0), std::invalid_argument);
+  for (float x : c) REQUIRE(x == 7.0f);
+}
+
+TEST_CASE("span overloads check the sizes") {
+  const std::vector<float> a{1, 2, 3, 4, 5, 6};  // 2 x 3
+  const std::vector<float> b{1, 0, 0, 1, 1, 1};  // 3 x 2
+  std::vector<float> c(4);
+  kernels::gemm<float, float, float>(transpose::no, transpose::no, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2);
+  CHECK(c == std::vector<float>{4, 5, 10, 11});
+  std::vector<float> short_c(3, 9.0f);
+  CHECK_THROWS_WITH_AS((kernels::gemm<float, float, float>(transpose::no, transpose::no, 2, 2, 3, 1.0f, a, 3, b, 2,
+                                                           0.0f, short_c, 2)),
+                       "gemm: C has 3 elements but needs 4 (2 rows 2 apart, of 2).", std::invalid_argument);
+  CHECK(short_c == std::vector<float>(3, 9.0f));
+  CHECK_THROWS_AS((kernels::gemm<float, float, float>(transpose::yes, transpose::no, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f,
+                                                      c, 2)),
+                  std::invalid_argument);  // A^T is 3 x 2 with lda 3: needs 8 elements
+}
+
+TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most the threads given") {
+  for (std::size_t threads : {1, 2, 3, 4, 7, 16, 64}) {
+    for (const shape sh : {shape{1, 1, 1}, shape{1000, 1, 1000}, shape{1, 1000, 3}, shape{256, 256, 256},
+                           shape{256, 1024, 1024}, shape{97, 203, 300}, shape{3000, 700, 16}}) {
+      INFO(threads, " threads, ", sh.m, "x", sh.n, "x", sh.k);
+      const kernels::detail::gemm_split split(sh.m, sh.n, sh.k, 6, 16, threads);
+      REQUIRE(split.tasks() >= 1);
+      REQUIRE(split.tasks() <= threads);
+      std::vector<int> covered(sh.m * sh.n, 0);
+      for (std::size_t t = 0; t < split.tasks(); ++t) {
+        const auto rows = split.rows(t), columns = split.columns(t);
+        REQUIRE(rows.begin % 6 == 0);
+        REQUIRE(columns.begin % 16 == 0);
+        for (std::size_t i = rows.begin; i < rows.end; ++i)
+          for (std::size_t j = columns.begin; j < columns.end; ++j) ++covered[i * sh.n + j];
+      }
+      REQUIRE(std::count(covered.begin(), covered.end(), 1) == static_cast<std::ptrdiff_t>(covered.size()));
+    }
+  }
+  // Enough work is split across every thread; too little is not split.
+  CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 2).tasks() == 2);
+  CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 4).tasks() == 4);
+  CHECK(kernels::detail::gemm_split(16, 16, 16, 6, 16, 4).tasks() == 1);
+}
+
+TEST_CASE("thread pool: every task runs once, exceptions reach the caller, nested runs work") {
+  for (std::size_t size : {1, 2, 3, 8}) {
+    kernels::thread_pool pool(size);
+    CHECK(pool.size() == size);
+    for (std::size_t tasks : {0, 1, 2, 5, 100}) {
+      std::vector<std::atomic<int>> runs(tasks);
+      pool.run(tasks, [&](std::size_t i) { runs[i].fetch_add(1); });
+      for (auto& r : runs) REQUIRE(r.load() == 1);
+    }
+    std::atomic<int> ran{0};
+    CHECK_THROWS_WITH_AS(pool.run(10,
+                                  [&](std::size_t i) {
+                                    ran.fetch_add(1);
+                                    if (i == 3) throw std::runtime_error("task 3 failed");
+                                  }),
+                         "task 3 failed", std::runtime_error);
+    CHECK(ran.load() == 10);
+    std::atomic<int> inner{0};
+    pool.run(4, [&](std::size_t) { pool.run(3, [&](std::size_t) { inner.fetch_add(1); }); });
+    CHECK(inner.load() == 12);
+  }
+  CHECK(kernels::thread_pool(0).size() == std::max(1u, std::thread::hardware_concurrency()));
+}
+
+TEST_CASE("set_num_threads / num_threads") {
+  thread_count_scope restore;
+  kernels::set_num_threads(3);
+  CHECK(kernels::num_threads() == 3);
+  kernels::set_num_threads(0);
+  CHECK(kernels::num_threads() == std::max(1u, std::thread::hardware_concurrency()));
+}
+
+TEST_CASE("native bfloat16 pair packing: layout, odd depth and padding") {
+  // Element (lane, p) = lane * 100 + p + 1, stored both ways.
+  const std::size_t lanes = 13, depth = 7, width = 12, ld = 20;
+  std::vector<bfloat16> depth_major(depth * ld, bfloat16(nan_f)), lane_major(lanes * ld, bfloat16(nan_f));
+  for (std::size_t l = 0; l < lanes; ++l) {
+    for (std::size_t p = 0; p < depth; ++p) {
+      depth_major[p * ld + l] = bfloat16(static_cast<float>(l * 100 + p + 1));
+      lane_major[l * ld + p] = bfloat16(static_cast<float>(l * 100 + p + 1));
+    }
+  }
+  const std::size_t pairs = kernels::detail::native_bf16::pairs_of(depth);
+  REQUIRE(pairs == 4);
+  std::vector<std::uint32_t> from_lanes(2 * pairs * width), from_depth(2 * pairs * width);
+  kernels::detail::native_bf16::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, from_lanes.data());
+  kernels::detail::native_bf16::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, from_depth.data());
+  const auto element = [&](std::size_t lane, std::size_t p) -> std::uint32_t {
+    if (lane >= lanes || p >= depth) return 0;
+    return bfloat16(static_cast<float>(lane * 100 + p + 1)).to_bits();
+  };
+  for (std::size_t panel = 0; panel < 2; ++panel) {
+    for (std::size_t q = 0; q < pairs; ++q) {
+      for (std::size_t l = 0; l < width; ++l) {
+        const std::size_t lane = panel * width + l;
+        const std::uint32_t expected = element(lane, 2 * q) | element(lane, 2 * q + 1) << 16;
+        INFO("panel ", panel, " pair ", q, " lane ", l);
+        REQUIRE(from_lanes[(panel * pairs + q) * width + l] == expected);
+        REQUIRE(from_depth[(panel * pairs + q) * width + l] == expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and within the bound") {
+  struct native_switch_scope {
+    ~native_switch_scope() { kernels::detail::set_native_bf16_enabled(true); }
+  } restore_switch;
+  for_each_target([&](const std::string& target) {
+    const bool avx3_or_better = target == "AVX3" || target == "AVX3_DL";
+    CHECK(kernels::detail::gemm_uses_native_bf16() == (avx3_or_better && kernels::detail::native_bf16_supported()));
+    kernels::detail::set_native_bf16_enabled(false);
+    CHECK_FALSE(kernels::detail::gemm_uses_native_bf16());
+    kernels::detail::set_native_bf16_enabled(true);
+  });
+  const auto targets = kernels::supported_targets();
+  const bool has_avx3 = std::find(targets.begin(), targets.end(), "AVX3") != targets.end();
+  if (!kernels::detail::native_bf16_supported() || !has_avx3) {
+    MESSAGE("skipped: this CPU has no AVX-512 BF16 (or no AVX3 target), so the native bfloat16 kernel cannot run");
+    return;
+  }
+  kernels::target_scope avx3("AVX3");
+  const std::vector<shape> shapes{{1, 1, 1},     {7, 13, 17},  {1000, 1, 1000}, {1, 1000, 3},   {12, 32, 255},
+                                  {13, 33, 257}, {25, 65, 513}, {145, 47, 300},  {37, 1025, 19}, {577, 9, 20}};
+  for (bool native : {true, false}) {
+    const char* const kernel = native ? "native vdpbf16ps kernel" : "Highway AVX3 kernel";
+    INFO(kernel);
+    kernels::detail::set_native_bf16_enabled(native);
+    REQUIRE(kernels::detail::gemm_uses_native_bf16() == native);
+    check_random<bfloat16, bfloat16, float>(shapes, 0, 400, false);
+    check_random<bfloat16, bfloat16, bfloat16>(shapes, 3, 401, false);
+    check_exact<bfloat16, bfloat16, float>({{13, 33, 7}, {145, 40, 257}, {20, 1025, 30}}, 402, false);
+    check_exact<bfloat16, bfloat16, bfloat16>({{13, 33, 7}, {577, 9, 20}}, 403, false);
+    check_thread_invariance<bfloat16, bfloat16, float>();
+    check_thread_invariance<bfloat16, bfloat16, bfloat16>();
+  }
+}

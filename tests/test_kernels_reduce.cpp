@@ -1,0 +1,364 @@
+// Reductions on every supported target: bit-identical results across targets (and, for sum and
+// dot, bit-identical to the scalar form of the documented summation order), on random and
+// special inputs, every short length, chunk boundaries and unaligned starts; numerics against
+// independent double references; early exit; the scalar fallbacks; error paths.
+#include <doctest/doctest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/reduce.hpp>
+
+#include "kernel_targets.hpp"
+
+using namespace mixprec;
+using mixprec::test::for_each_target;
+
+namespace {
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
+
+std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
+
+template <class T>
+T from_float(float v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return T(v);
+}
+template <class T>
+float to_float(T v) {
+  return static_cast<float>(v);
+}
+
+/// Mostly normal(0, 1) values with a sprinkling of wide-range random bit patterns (which include
+/// infinities, NaNs and subnormals for the 16-bit types) when `with_specials`.
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint32_t seed, bool with_specials) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<T> x(n);
+  for (auto& v : x) {
+    if (with_specials && rng() % 16 == 0) {
+      if constexpr (std::is_same_v<T, float>) v = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+      else v = T::from_bits(static_cast<std::uint16_t>(rng()));
+    } else {
+      v = from_float<T>(normal(rng));
+    }
+  }
+  return x;
+}
+
+/// Lengths that exercise every tail: all short ones (past two steps of all_finite on the widest
+/// compiled target, 2 * 8 vectors of 32 16-bit lanes) and the chunk and level boundaries of the
+/// summation order.
+std::vector<std::size_t> test_lengths() {
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 2 * 8 * 32 + 1; ++n) lengths.push_back(n);
+  for (std::size_t n : {1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, 4097, 6144 + 31, 3 * 2048 + 33, 8 * 2048 + 1})
+    lengths.push_back(n);
+  return lengths;
+}
+
+/// Every reduction of x[offset, offset + n) and of the gradients it unscales, as bit patterns.
+template <class T>
+std::vector<std::uint32_t> all_results(const std::vector<T>& x, const std::vector<T>& y, float inv_scale) {
+  std::vector<std::uint32_t> out;
+  for (std::size_t offset = 0; offset < 4; ++offset) {
+    for (std::size_t n : test_lengths()) {
+      const std::span<const T> a(x.data() + offset, n);
+      const std::span<const T> b(y.data() + offset, n);
+      out.push_back(all_finite(a));
+      out.push_back(bits(amax(a)));
+      out.push_back(bits(sum(a)));
+      out.push_back(bits(dot(a, b)));
+      std::vector<T> g(a.begin(), a.end());
+      out.push_back(unscale_and_check_finite<T>(g, inv_scale));
+      for (const T& v : g) out.push_back(bits(to_float(v)));
+    }
+  }
+  return out;
+}
+
+template <class T>
+void check_identical_on_every_target(bool with_specials) {
+  const auto x = random_values<T>(8 * 2048 + 8, 11, with_specials);
+  const auto y = random_values<T>(8 * 2048 + 8, 12, with_specials);
+  std::map<std::string, std::vector<std::uint32_t>> results;
+  for_each_target([&](const std::string& target) { results[target] = all_results(x, y, 0.25f); });
+  const auto& [first_target, expected] = *results.begin();
+  for (const auto& [target, got] : results) {
+    INFO(target, " against ", first_target);
+    REQUIRE(got.size() == expected.size());
+    CHECK(std::mismatch(got.begin(), got.end(), expected.begin()).first == got.end());
+  }
+}
+
+/// The kernels add in exactly the order summation_order.hpp documents.
+template <class T>
+void check_sum_and_dot_follow_the_documented_order() {
+  const auto x = random_values<T>(5 * 2048 + 77, 21, false);
+  const auto y = random_values<T>(5 * 2048 + 77, 22, false);
+  for_each_target([&](const std::string&) {
+    for (std::size_t n : test_lengths()) {
+      if (n > x.size()) continue;
+      const std::span<const T> a(x.data(), n), b(y.data(), n);
+      const float expected_sum =
+          kernels::detail::ordered_sum<float>(n, [&](std::size_t i) { return to_float(x[i]); });
+      const float expected_dot =
+          kernels::detail::ordered_sum<float>(n, [&](std::size_t i) { return to_float(x[i]) * to_float(y[i]); });
+      INFO("n = ", n);
+      REQUIRE(bits(sum(a)) == bits(expected_sum));
+      REQUIRE(bits(dot(a, b)) == bits(expected_dot));
+    }
+  });
+}
+
+/// The rounding error bound of the documented order: at most (terms per accumulator + chunk
+/// levels + 5 tree levels) roundings of partial sums bounded by sum |x|.
+double sum_error_bound(std::size_t n, double sum_of_magnitudes) {
+  const double depth = 64.0 + std::log2(static_cast<double>(n) / 2048.0 + 1.0) + 1.0 + 5.0;
+  return depth * 0x1p-24 * sum_of_magnitudes;
+}
+
+/// A page that faults on access right after `elements` floats.
+struct guarded_floats {
+  explicit guarded_floats(std::size_t elements) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    usable = (elements * sizeof(float) + page - 1) / page * page;
+    mapping = mmap(nullptr, usable + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mapping != MAP_FAILED);
+    REQUIRE(mprotect(static_cast<char*>(mapping) + usable, page, PROT_NONE) == 0);
+    length = usable + page;
+  }
+  ~guarded_floats() { munmap(mapping, length); }
+  guarded_floats(const guarded_floats&) = delete;
+  guarded_floats& operator=(const guarded_floats&) = delete;
+  float* data() const { return static_cast<float*>(mapping); }
+  std::size_t usable = 0, length = 0;
+  void* mapping = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("reductions return the same bits on every target") {
+  check_identical_on_every_target<float>(false);
+  check_identical_on_every_target<float>(true);
+  check_identical_on_every_target<bfloat16>(false);
+  check_identical_on_every_target<bfloat16>(true);
+  check_identical_on_every_target<float16>(false);
+  check_identical_on_every_target<float16>(true);
+}
+
+TEST_CASE("sum and dot add in the documented order on every target") {
+  check_sum_and_dot_follow_the_documented_order<float>();
+  check_sum_and_dot_follow_the_documented_order<bfloat16>();
+  check_sum_and_dot_follow_the_documented_order<float16>();
+}
+
+TEST_CASE("numerics against double references") {
+  const auto x = random_values<float>(300007, 5, false);
+  std::vector<bfloat16> xb(x.size());
+  std::vector<float16> xh(x.size());
+  convert<float, bfloat16>(x, xb);
+  convert<float, float16>(x, xh);
+  for_each_target([&](const std::string&) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{5000}, x.size()}) {
+      INFO("n = ", n);
+      const std::span<const float> a(x.data(), n);
+      double exact_sum = 0, magnitudes = 0, exact_dot = 0, squares = 0, largest = 0;
+      for (float v : a) {
+        exact_sum += v;
+        magnitudes += std::fabs(v);
+        exact_dot += static_cast<double>(v) * v;
+        squares += static_cast<double>(v) * v;
+        largest = std::max(largest, static_cast<double>(std::fabs(v)));
+      }
+      CHECK(std::fabs(sum(a) - exact_sum) <= sum_error_bound(n, magnitudes));
+      // Each product adds one more rounding.
+      CHECK(std::fabs(dot(a, a) - exact_dot) <= sum_error_bound(n, squares) + 0x1p-24 * squares);
+      CHECK(amax(a) == largest);
+      CHECK(all_finite(a));
+
+      double exact_bf16 = 0, magnitudes_bf16 = 0, largest_bf16 = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double v = static_cast<double>(xb[i]);
+        exact_bf16 += v;
+        magnitudes_bf16 += std::fabs(v);
+        largest_bf16 = std::max(largest_bf16, std::fabs(v));
+      }
+      const std::span<const bfloat16> b(xb.data(), n);
+      CHECK(std::fabs(sum(b) - exact_bf16) <= sum_error_bound(n, magnitudes_bf16));
+      CHECK(amax(b) == largest_bf16);
+      double largest_f16 = 0;
+      for (std::size_t i = 0; i < n; ++i) largest_f16 = std::max(largest_f16, std::fabs(static_cast<double>(xh[i])));
+      CHECK(amax(std::span<const float16>(xh.data(), n)) == largest_f16);
+    }
+  });
+  // Pairwise chunks keep the error far below a sequential float loop's on a long constant sum.
+  const std::vector<float> tenths(1 << 22, 0.1f);
+  const double exact = static_cast<double>(0.1f) * (1 << 22);
+  float sequential = 0.0f;
+  for (float v : tenths) sequential += v;
+  CHECK(std::fabs(sequential - exact) / exact > 1e-3);
+  CHECK(std::fabs(sum<float>(tenths) - exact) / exact < 1e-6);
+}
+
+TEST_CASE("special values") {
+  for_each_target([&](const std::string&) {
+    const std::vector<float> empty;
+    CHECK(bits(sum<float>(empty)) == 0u);
+    CHECK(bits(amax<float>(empty)) == 0u);
+    CHECK(all_finite<float>(empty));
+    CHECK(bits(dot<float>(empty, empty)) == 0u);
+
+    CHECK(bits(sum<float>(std::vector<float>{-0.0f})) == 0u);  // +0 + -0
+    CHECK(bits(sum<float>(std::vector<float>{-0.0f, -0.0f, -0.0f})) == 0u);
+    CHECK(amax<float>(std::vector<float>{-0.0f, -3.0f, 2.0f}) == 3.0f);
+    CHECK(amax<float>(std::vector<float>{-inf, 1.0f}) == inf);
+    CHECK(sum<float>(std::vector<float>{inf, 1.0f}) == inf);
+    CHECK(sum<float>(std::vector<float>{3e38f, 3e38f}) == inf);
+    CHECK(amax<float>(std::vector<float>{0x1p-149f}) == 0x1p-149f);
+    CHECK(sum<float>(std::vector<float>{0x1p-149f, 0x1p-149f}) == 0x1p-148f);  // subnormals are kept
+
+    // Every NaN result is the canonical quiet NaN, whatever NaNs went in.
+    const float signaling = std::bit_cast<float>(0xFF800001u);
+    for (std::size_t at : {std::size_t{0}, std::size_t{5}, std::size_t{40}, std::size_t{99}}) {
+      std::vector<float> x(100, 1.0f);
+      x[at] = signaling;
+      x[99 - at] = std::bit_cast<float>(0x7FC12345u);
+      CHECK(bits(amax<float>(x)) == 0x7FC00000u);
+      CHECK(bits(sum<float>(x)) == 0x7FC00000u);
+      CHECK(bits(dot<float>(x, x)) == 0x7FC00000u);
+      CHECK_FALSE(all_finite<float>(x));
+    }
+    CHECK(bits(sum<float>(std::vector<float>{inf, -inf})) == 0x7FC00000u);
+    CHECK(bits(dot<float>(std::vector<float>{inf}, std::vector<float>{0.0f})) == 0x7FC00000u);
+
+    // 16-bit formats: the exponent test.
+    CHECK_FALSE(all_finite<float16>(std::vector<float16>{float16(1.0f), float16::from_bits(0x7C00)}));
+    CHECK_FALSE(all_finite<float16>(std::vector<float16>{float16::from_bits(0xFE01)}));
+    CHECK(all_finite<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0xFBFF)}));
+    CHECK_FALSE(all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0xFF80)}));
+    CHECK(all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0x7F7F)}));
+    CHECK(amax<float16>(std::vector<float16>{float16::from_bits(0xFBFF)}) == 65504.0f);
+    CHECK(std::isnan(amax<bfloat16>(std::vector<bfloat16>{bfloat16(1.0f), bfloat16::from_bits(0x7FC1)})));
+  });
+}
+
+TEST_CASE("all_finite stops at the first non-finite block") {
+  // The buffer ends at a page that faults: reading past the first block would crash.
+  const std::size_t n = 64 * 1024;
+  guarded_floats buffer(n);
+  std::fill(buffer.data(), buffer.data() + n, 1.0f);
+  buffer.data()[0] = inf;
+  const std::span<const float> x(buffer.data(), buffer.usable / sizeof(float) + 1024);
+  for_each_target([&](const std::string&) { CHECK_FALSE(all_finite(x)); });
+  // The same scan over readable memory only, as a control.
+  buffer.data()[0] = 1.0f;
+  buffer.data()[n - 1] = qnan;
+  for_each_target([&](const std::string&) {
+    CHECK_FALSE(all_finite(std::span<const float>(buffer.data(), n)));
+    CHECK(all_finite(std::span<const float>(buffer.data(), n - 1)));
+  });
+}
+
+TEST_CASE("unscale_and_check_finite scales every gradient and judges the rounded result") {
+  for_each_target([&](const std::string&) {
+    // float16: 40000 * 2 overflows to inf after rounding; every other gradient is still scaled.
+    std::vector<float16> h{float16(1.0f), float16(40000.0f), float16(-3.0f), float16(0.5f)};
+    CHECK_FALSE(unscale_and_check_finite<float16>(h, 2.0f));
+    CHECK(h[0].to_bits() == float16(2.0f).to_bits());
+    CHECK(h[1].to_bits() == 0x7C00);
+    CHECK(h[2].to_bits() == float16(-6.0f).to_bits());
+    CHECK(h[3].to_bits() == float16(1.0f).to_bits());
+    // 65504 * 1.0002 = 65517.1 rounds back to 65504; 65504 * 1.0003 = 65523.7 rounds to inf,
+    // though both products are finite floats.
+    std::vector<float16> edge{float16::from_bits(0x7BFF)};
+    CHECK(unscale_and_check_finite<float16>(edge, 1.0002f));
+    CHECK(edge[0].to_bits() == 0x7BFF);
+    edge[0] = float16::from_bits(0x7BFF);
+    CHECK_FALSE(unscale_and_check_finite<float16>(edge, 1.0003f));
+    CHECK(edge[0].to_bits() == 0x7C00);
+
+    std::vector<float> g{1.0f, 2.0f, qnan, 4.0f};
+    CHECK_FALSE(unscale_and_check_finite<float>(g, 0.5f));
+    CHECK(g[3] == 2.0f);
+    std::vector<float> fine{1.0f, -8.0f, 0x1p-126f};
+    CHECK(unscale_and_check_finite<float>(fine, 0.125f));
+    CHECK(fine == std::vector<float>{0.125f, -1.0f, 0x1p-129f});
+    std::vector<float> empty;
+    CHECK(unscale_and_check_finite<float>(empty, qnan));
+    std::vector<bfloat16> b(37, bfloat16(1.0f));
+    CHECK_FALSE(unscale_and_check_finite<bfloat16>(b, inf));
+    std::vector<bfloat16> b2(37, bfloat16(0.0f));
+    CHECK_FALSE(unscale_and_check_finite<bfloat16>(b2, qnan));
+  });
+  // Each result is cast<T>(float(g) * inv_scale): random gradients against the scalar rule.
+  const auto x = random_values<bfloat16>(1000, 3, true);
+  for_each_target([&](const std::string&) {
+    std::vector<bfloat16> g = x;
+    bool finite = true;
+    for (std::size_t i = 0; i < g.size(); ++i) finite = finite && std::isfinite(static_cast<float>(x[i]) * 0.3f);
+    CHECK(unscale_and_check_finite<bfloat16>(g, 0.3f) == finite);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const float product = static_cast<float>(x[i]) * 0.3f;
+      if (std::isnan(product)) REQUIRE(std::isnan(static_cast<float>(g[i])));
+      else REQUIRE(g[i].to_bits() == bfloat16(product).to_bits());
+    }
+  });
+}
+
+TEST_CASE("double and float8 take the scalar path with the same semantics") {
+  const auto x = random_values<float>(5000, 9, false);
+  std::vector<float8_e4m3fn> q(x.size());
+  std::vector<float8_e5m2> r(x.size());
+  convert<float, float8_e4m3fn>(x, q);
+  convert<float, float8_e5m2>(x, r);
+  std::vector<float> wide_q(q.size()), wide_r(r.size());
+  convert<float8_e4m3fn, float>(q, wide_q);
+  convert<float8_e5m2, float>(r, wide_r);
+  // float8 sums are sum<float> of the widened values, bit for bit.
+  CHECK(bits(sum<float8_e4m3fn>(q)) == bits(sum<float>(wide_q)));
+  CHECK(bits(dot<float8_e5m2>(r, r)) == bits(dot<float>(wide_r, wide_r)));
+  CHECK(amax<float8_e4m3fn>(q) == amax<float>(wide_q));
+  CHECK(all_finite<float8_e5m2>(r));
+  q[17] = float8_e4m3fn::from_bits(0x7F);  // NaN (E4M3FN has no inf)
+  CHECK_FALSE(all_finite<float8_e4m3fn>(q));
+  CHECK(std::isnan(amax<float8_e4m3fn>(q)));
+  std::vector<float8_e4m3fn> big{float8_e4m3fn(300.0f)};
+  CHECK_FALSE(unscale_and_check_finite<float8_e4m3fn>(big, 2.0f));  // 600 is beyond 448: NaN
+
+  std::vector<double> d{1e300, 0.5, -1e300};
+  CHECK(sum<double>(d) == 0.5f);  // accumulated in double (lane 0: 1e300 - 1e300, then + lane 1)
+  CHECK(amax<double>(d) == inf);  // 1e300 rounds to inf as a float
+  CHECK(dot<double>(std::vector<double>{1e-30, 3.0}, std::vector<double>{1e-30, 2.0}) == 6.0f);
+  CHECK(all_finite<double>(d));
+  d.push_back(std::numeric_limits<double>::quiet_NaN());
+  CHECK_FALSE(all_finite<double>(d));
+  CHECK(std::isnan(amax<double>(d)));
+  std::vector<double> g{2.0, 1e308};
+  CHECK_FALSE(unscale_and_check_finite<double>(g, 4.0f));
+  CHECK(g[0] == 8.0);
+}
+
+TEST_CASE("dot rejects operands of different sizes") {
+  const std::vector<float> a(5), b(4);
+  CHECK_THROWS_WITH_AS(dot<float>(a, b), "dot: the first operand has 5 elements but the second has 4; they must match.",
+                       std::invalid_argument);
+  const std::vector<double> c(1), d(2);
+  CHECK_THROWS_AS(dot<double>(c, d), std::invalid_argument);
+}
