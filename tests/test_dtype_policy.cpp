@@ -267,3 +267,16 @@ TEST_CASE("a visitor that accepts only some policies") {
   CHECK_THROWS_WITH_AS(QuantizedDTypePolicy("int8", "float32").visit(float_only),
                        doctest::Contains("'int8_from_float32'"), std::invalid_argument);
 }
+
+TEST_CASE("to_dtype_policy is the inverse of visit") {
+  for (const auto& entry : detail::policy_table) {
+    DTypePolicy policy;
+    if (entry.cls == detail::policy_class::dtype_policy) policy = DTypePolicy(entry.name);
+    else if (entry.cls == detail::policy_class::quantized) policy = QuantizedDTypePolicy(entry.mode, entry.source_name);
+    else policy = QuantizedFloat8DTypePolicy(entry.mode, entry.source_name, 77);
+    CAPTURE(policy);
+    CHECK(policy.visit([](const auto& visited) { return to_dtype_policy(visited); }) == policy);
+  }
+  CHECK(to_dtype_policy(policies::mixed_bfloat16{}) == DTypePolicy("mixed_bfloat16"));
+  CHECK(to_dtype_policy(QuantizedFloat8Policy<policies::float32, 16>{}) == QuantizedFloat8DTypePolicy("float8", "float32", 16));
+}

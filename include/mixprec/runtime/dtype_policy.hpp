@@ -188,6 +188,17 @@ inline DTypePolicy QuantizedFloat8DTypePolicy(std::string_view mode, std::option
   return DTypePolicy(DTypePolicy::from_table_t{}, index, amax_history_length);
 }
 
+/// The runtime policy a compile-time policy stands for: the inverse of DTypePolicy::visit.
+template <DTypePolicyType P>
+DTypePolicy to_dtype_policy(const P& policy = {}) {
+  if constexpr (QuantizedFloat8DTypePolicyType<P>)
+    return QuantizedFloat8DTypePolicy("float8", P::source_policy::name, policy.amax_history_length);
+  else if constexpr (QuantizedDTypePolicyType<P>)
+    return QuantizedDTypePolicy(*P::quantization_mode, P::source_policy::name);
+  else
+    return DTypePolicy(P::name);
+}
+
 template <class F>
 decltype(auto) DTypePolicy::visit(F&& f) const {
   return boost::hana::unpack(detail::visitable_policies, [&](auto... types) -> decltype(auto) {

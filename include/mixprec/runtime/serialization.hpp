@@ -79,3 +79,18 @@ inline DTypePolicy get(const nlohmann::json& identifier) {
 }
 
 }  // namespace mixprec::dtype_policies
+
+namespace mixprec {
+/// nlohmann::json conversions (found by ADL): `json j = policy;` serializes, `j.get<DTypePolicy>()`
+/// reads any form dtype_policies::get accepts.
+template <class Json>
+  requires nlohmann::detail::is_basic_json<Json>::value
+void to_json(Json& j, const DTypePolicy& policy) {
+  j = dtype_policies::serialize(policy);
+}
+template <class Json>
+  requires nlohmann::detail::is_basic_json<Json>::value
+void from_json(const Json& j, DTypePolicy& policy) {
+  policy = dtype_policies::get(nlohmann::json(j));
+}
+}  // namespace mixprec

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The networks of bench_models.cpp in PyTorch (CPU), for a side-by-side column.
+
+MLP 784-1024-1024-10 (batch 256) and the small CNN (batch 64), forward only, under float32 and
+CPU autocast to bfloat16 / float16 (where this PyTorch supports it), with 1 and 2 threads.
+Prints one line per case: name, milliseconds per pass, GFLOP/s. Exits 0 with a note if torch
+is not installed (Debian: python3-torch).
+"""
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("torch_models: python3-torch is not installed; no PyTorch column")
+    sys.exit(0)
+
+MLP_FLOPS = 2.0 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+CNN_FLOPS = 2.0 * 64 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10)
+
+
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                               torch.nn.ReLU(), torch.nn.Linear(1024, 10), torch.nn.Softmax(dim=-1))
+
+
+def cnn():
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                               torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                               torch.nn.Flatten(), torch.nn.Linear(1600, 128), torch.nn.ReLU(),
+                               torch.nn.Linear(128, 10), torch.nn.Softmax(dim=-1))
+
+
+def seconds_per_pass(model, x, dtype):
+    with torch.no_grad():
+        context = torch.autocast("cpu", dtype=dtype) if dtype is not None else torch.no_grad()
+        with context:
+            for _ in range(3):
+                model(x)
+            runs, start = 0, time.perf_counter()
+            while time.perf_counter() - start < 1.0:
+                model(x)
+                runs += 1
+    return (time.perf_counter() - start) / runs
+
+
+def main():
+    cases = [("mlp", mlp(), torch.rand(256, 784), MLP_FLOPS), ("cnn", cnn(), torch.rand(64, 1, 28, 28), CNN_FLOPS)]
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for name, model, x, flops in cases:
+            for label, dtype in (("float32", None), ("autocast_bfloat16", torch.bfloat16), ("autocast_float16", torch.float16)):
+                try:
+                    t = seconds_per_pass(model, x, dtype)
+                except (RuntimeError, TypeError) as error:  # float16 CPU autocast is missing in older torch
+                    print(f"torch {name} {label} threads={threads}: unsupported ({str(error).splitlines()[0]})")
+                    continue
+                print(f"torch {name} {label} threads={threads}: {t * 1e3:.2f} ms, {flops / t * 1e-9:.1f} GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

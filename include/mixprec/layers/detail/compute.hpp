@@ -1,0 +1,259 @@
+// The arithmetic of the layers, on spans with run-time sizes. Compile-time layers and the
+// run-time model both call these, so the two give bit-identical results for the same weights.
+//
+// float16 / bfloat16 / float32 compute: the kernels (GEMM accumulating in float32, then a fused
+// bias + activation epilogue that rounds once to the compute dtype). float64: Eigen's double GEMM
+// and double element-wise math.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <utility>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/elementwise.hpp>
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/tensor.hpp>
+
+namespace mixprec {
+
+/// The compute dtypes layers with arithmetic support.
+template <class T>
+concept LayerComputeDType =
+    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+namespace detail {
+
+inline kernels::activation to_kernel_activation(activation_kind kind) {
+  switch (kind) {
+    case activation_kind::relu: return kernels::activation::relu;
+    case activation_kind::gelu: return kernels::activation::gelu;
+    case activation_kind::sigmoid: return kernels::activation::sigmoid;
+    case activation_kind::tanh: return kernels::activation::tanh;
+    case activation_kind::exponential: return kernels::activation::exp;
+    default: return kernels::activation::linear;  // softmax is handled by its callers
+  }
+}
+
+/// y = act(x), element-wise (softmax: over rows of `cols`).
+template <class C>
+void activate(activation_kind kind, std::span<const C> x, std::span<C> y, std::size_t cols) {
+  if (kind == activation_kind::softmax) {
+    kernels::softmax_rows<C>(x, y, cols);
+  } else {
+    kernels::activate<C>(to_kernel_activation(kind), x, y);
+  }
+}
+
+/// y = act(acc + bias), rounded once to C; acc is float32 (bias may be empty).
+template <class C>
+void dense_epilogue(std::span<const float> acc, std::span<const C> bias, activation_kind kind, std::span<C> y,
+                    std::size_t cols) {
+  if (kind != activation_kind::softmax) {
+    kernels::bias_activation<C>(acc, bias, to_kernel_activation(kind), y, cols);
+    return;
+  }
+  // Softmax over the biased float32 accumulator, then one rounding to C.
+  std::vector<float> bias32(bias.size());
+  convert<C, float>(bias, std::span(bias32));
+  std::vector<float> logits(acc.size()), probabilities(acc.size());
+  kernels::bias_activation<float>(acc, bias32, kernels::activation::linear, logits, cols);
+  kernels::softmax_rows<float>(logits, probabilities, cols);
+  convert<float, C>(probabilities, y);
+}
+
+/// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
+template <LayerComputeDType C>
+void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
+                   std::span<const C> bias, std::size_t units, activation_kind kind, std::span<C> y) {
+  if constexpr (std::is_same_v<C, double>) {
+    using matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const auto r = static_cast<Eigen::Index>(rows), k = static_cast<Eigen::Index>(in),
+               n = static_cast<Eigen::Index>(units);
+    Eigen::Map<matrix> out(y.data(), r, n);
+    out.noalias() = Eigen::Map<const matrix>(x.data(), r, k) * Eigen::Map<const matrix>(kernel.data(), k, n);
+    if (!bias.empty()) kernels::bias_add<double>(y, bias);
+    activate<double>(kind, y, y, units);
+  } else {
+    std::vector<float> acc(rows * units);
+    kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
+                  units, 0.0f, acc.data(), units);
+    dense_epilogue<C>(acc, bias, kind, y, units);
+  }
+}
+
+/// Output length of a convolution / pooling window along one axis (Keras' formula).
+constexpr std::size_t window_output(std::size_t input, std::size_t window, std::size_t stride, bool same) {
+  if (same) return (input + stride - 1) / stride;
+  return input < window ? 0 : (input - window) / stride + 1;
+}
+/// Zeros added before the input along one axis for "same" padding (the rest goes after).
+constexpr std::size_t padding_before(std::size_t input, std::size_t window, std::size_t stride, bool same) {
+  if (!same) return 0;
+  const std::size_t output = window_output(input, window, stride, true);
+  const std::size_t needed = (output - 1) * stride + window;
+  return needed > input ? (needed - input) / 2 : 0;
+}
+
+struct conv_geometry {
+  std::size_t batch, height, width, channels;  // input, NHWC
+  std::size_t kernel_height, kernel_width, stride_height, stride_width;
+  bool same;
+  std::size_t out_height() const { return window_output(height, kernel_height, stride_height, same); }
+  std::size_t out_width() const { return window_output(width, kernel_width, stride_width, same); }
+  std::size_t patch() const { return kernel_height * kernel_width * channels; }
+};
+
+/// im2col: one row per output pixel, holding its receptive field (kh, kw, c order, zero padded).
+template <class C>
+void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) {
+  const std::size_t oh = g.out_height(), ow = g.out_width(), patch = g.patch();
+  const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
+  const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
+  std::fill(columns.begin(), columns.end(), cast<C>(0));
+  for (std::size_t n = 0; n < g.batch; ++n)
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        C* row = columns.data() + ((n * oh + oy) * ow + ox) * patch;
+        for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
+          const std::size_t iy = oy * g.stride_height + ky;
+          if (iy < top || iy - top >= g.height) continue;
+          for (std::size_t kx = 0; kx < g.kernel_width; ++kx) {
+            const std::size_t ix = ox * g.stride_width + kx;
+            if (ix < left || ix - left >= g.width) continue;
+            const C* pixel = x.data() + ((n * g.height + (iy - top)) * g.width + (ix - left)) * g.channels;
+            std::copy(pixel, pixel + g.channels, row + (ky * g.kernel_width + kx) * g.channels);
+          }
+        }
+      }
+}
+
+/// Conv2D, NHWC, kernel [kh, kw, in, filters]: im2col, then the Dense arithmetic.
+template <LayerComputeDType C>
+void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<const C> kernel, std::span<const C> bias,
+                    std::size_t filters, activation_kind kind, std::span<C> y) {
+  const std::size_t rows = g.batch * g.out_height() * g.out_width();
+  std::vector<C> columns(rows * g.patch());
+  im2col<C>(x, g, columns);
+  dense_forward<C>(columns, rows, g.patch(), kernel, bias, filters, kind, y);
+}
+
+/// MaxPooling2D, NHWC. A window holding a NaN gives NaN. "same" windows ignore the padding.
+template <class C>
+void max_pool2d(std::span<const C> x, const conv_geometry& g, std::span<C> y) {
+  const std::size_t oh = g.out_height(), ow = g.out_width();
+  const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
+  const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
+  for (std::size_t n = 0; n < g.batch; ++n)
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox)
+        for (std::size_t c = 0; c < g.channels; ++c) {
+          double best = -std::numeric_limits<double>::infinity();
+          C best_value = cast<C>(best);
+          for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
+            const std::size_t iy = oy * g.stride_height + ky;
+            if (iy < top || iy - top >= g.height) continue;
+            for (std::size_t kx = 0; kx < g.kernel_width; ++kx) {
+              const std::size_t ix = ox * g.stride_width + kx;
+              if (ix < left || ix - left >= g.width) continue;
+              const C v = x[((n * g.height + (iy - top)) * g.width + (ix - left)) * g.channels + c];
+              const double value = static_cast<double>(cast<double>(v));
+              if (std::isnan(value) || value > best || (value == best && std::isnan(best))) {
+                best = value;
+                best_value = v;
+              }
+              if (std::isnan(best)) break;
+            }
+          }
+          y[((n * oh + oy) * ow + ox) * g.channels + c] = best_value;
+        }
+}
+
+/// BatchNormalization over the last axis, computed in S (float32 for 16-bit and float32
+/// compute, float64 for float64): y = (x - mean) / sqrt(variance + epsilon) * gamma + beta.
+template <class C, class S>
+void batch_norm_forward(std::span<const C> x, std::size_t channels, std::span<const S> mean,
+                        std::span<const S> variance, std::span<const S> gamma, std::span<const S> beta, S epsilon,
+                        std::span<C> y) {
+  std::vector<S> scale(channels), shift(channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    scale[c] = gamma[c] / std::sqrt(variance[c] + epsilon);
+    shift[c] = beta[c] - mean[c] * scale[c];
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t c = i % channels;
+    y[i] = cast<C>(static_cast<S>(cast<S>(x[i]) * scale[c] + shift[c]));
+  }
+}
+
+/// Per-channel mean and (biased) variance over every other axis, accumulated in double and
+/// stored in S.
+template <class C, class S>
+void batch_moments(std::span<const C> x, std::size_t channels, std::span<S> mean, std::span<S> variance) {
+  const std::size_t count = x.size() / channels;
+  if (count == 0) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
+  std::vector<double> sum(channels, 0.0), deviations(channels, 0.0);
+  for (std::size_t i = 0; i < x.size(); ++i) sum[i % channels] += static_cast<double>(cast<double>(x[i]));
+  for (std::size_t c = 0; c < channels; ++c) sum[c] /= static_cast<double>(count);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double d = static_cast<double>(cast<double>(x[i])) - sum[i % channels];
+    deviations[i % channels] += d * d;
+  }
+  for (std::size_t c = 0; c < channels; ++c) {
+    mean[c] = static_cast<S>(sum[c]);
+    variance[c] = static_cast<S>(deviations[c] / static_cast<double>(count));
+  }
+}
+
+/// A BatchNormalization call over the last axis, with its four weights (all read in V). In
+/// training the batch statistics are used and the moving ones updated.
+template <class C, class S, class Weight>
+void batch_norm_call(std::span<const C> x, std::size_t channels, const Weight& gamma, const Weight& beta,
+                     Weight& moving_mean, Weight& moving_variance, bool training, double momentum, double epsilon,
+                     std::span<C> y) {
+  using V = typename Weight::true_dtype;
+  const auto statistics = [](const Weight& w) {
+    std::vector<S> values(w.size());
+    convert<V, S>(w.value().values(), std::span(values));
+    return values;
+  };
+  std::vector<S> mean(channels), variance(channels);
+  if (training) {
+    batch_moments<C, S>(x, channels, mean, variance);
+    const auto m = static_cast<S>(momentum);
+    for (auto [moving, batch] : {std::pair{&moving_mean, &mean}, std::pair{&moving_variance, &variance}}) {
+      auto updated = statistics(*moving);
+      for (std::size_t c = 0; c < channels; ++c) updated[c] = updated[c] * m + (*batch)[c] * (S(1) - m);
+      moving->assign(Tensor<S, dynamic>(std::move(updated)));
+    }
+  } else {
+    mean = statistics(moving_mean);
+    variance = statistics(moving_variance);
+  }
+  batch_norm_forward<C, S>(x, channels, mean, variance, statistics(gamma), statistics(beta), static_cast<S>(epsilon), y);
+}
+
+/// Training-mode dropout in place: each element zeroed with probability `rate`, the others
+/// scaled by 1 / (1 - rate) (rounded once in C).
+template <class C>
+void dropout_in_place(std::span<C> values, double rate, std::mt19937_64& rng) {
+  std::bernoulli_distribution keep(1.0 - rate);
+  const double scale = 1.0 / (1.0 - rate);
+  for (auto& v : values) v = keep(rng) ? cast<C>(static_cast<double>(cast<double>(v)) * scale) : cast<C>(0);
+}
+
+}  // namespace detail
+}  // namespace mixprec

@@ -1,0 +1,193 @@
+// Tensor<T, Extents...>: a dense, row-major tensor whose dtype and shape are part of its type.
+//
+//   Tensor<bfloat16, dynamic, 784> x(batch);     // a batch of 784-vectors (batch known at run time)
+//   Tensor<float, 784, 1024> kernel;              // a weight: every extent static
+//
+// Only the first extent may be `dynamic` (the batch), as in Keras, where every other dimension of
+// a layer's input is fixed when the model is built. Mixing dtypes in arithmetic is a compile
+// error with a message saying what to do; mixing shapes is a compile error too.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+
+namespace mixprec {
+
+inline constexpr std::size_t dynamic = static_cast<std::size_t>(-1);
+
+/// A list of extents as a type: shape<dynamic, 28, 28, 1>.
+template <std::size_t... Extents>
+struct shape {
+  static constexpr std::size_t rank = sizeof...(Extents);
+  static constexpr std::array<std::size_t, rank> extents{Extents...};
+  static constexpr bool batched = rank > 0 && extents[0] == dynamic;
+  /// Elements per batch entry (the product of the static extents).
+  static constexpr std::size_t static_size = [] {
+    std::size_t size = 1;
+    for (std::size_t e : extents)
+      if (e != dynamic) size *= e;
+    return size;
+  }();
+  static_assert(((Extents != 0) && ...), "Tensor extents must be positive.");
+};
+
+template <class T, std::size_t... Extents>
+class Tensor {
+  static_assert(DType<T>, "Tensor<T, ...>: T must be a mixprec dtype (float, bfloat16, float16, ...).");
+  static_assert(sizeof...(Extents) == 0 || ((Extents != dynamic) && ...) ||
+                    (shape<Extents...>::extents[0] == dynamic &&
+                     std::count(shape<Extents...>::extents.begin(), shape<Extents...>::extents.end(), dynamic) == 1),
+                "Tensor<T, Extents...>: only the first extent (the batch) may be dynamic.");
+
+ public:
+  using dtype = T;
+  using shape_type = shape<Extents...>;
+  static constexpr std::size_t rank = sizeof...(Extents);
+  static constexpr bool batched = shape_type::batched;
+  /// Elements per batch entry (all elements when not batched).
+  static constexpr std::size_t row_size = shape_type::static_size;
+
+  /// A zero-filled tensor; a batched one starts with a batch of 0.
+  Tensor() : batch_(batched ? 0 : 1), values_(batched ? 0 : row_size, cast<T>(0)) {}
+  explicit Tensor(std::size_t batch)
+    requires batched
+      : batch_(batch), values_(batch * row_size, cast<T>(0)) {}
+  /// From values in row-major order; their number must match the shape.
+  explicit Tensor(std::vector<T> values) : batch_(batched ? values.size() / row_size : 1), values_(std::move(values)) {
+    if (values_.size() != batch_ * row_size)
+      throw std::invalid_argument("Tensor: " + std::to_string(values_.size()) + " values do not fill a whole number of " +
+                                  std::to_string(row_size) + "-element rows.");
+  }
+  Tensor(std::initializer_list<T> values) : Tensor(std::vector<T>(values)) {}
+
+  /// The extent of dimension i (the batch size for a dynamic first extent).
+  std::size_t extent(std::size_t i) const { return i == 0 && batched ? batch_ : shape_type::extents[i]; }
+  std::size_t batch() const { return batch_; }
+  std::size_t size() const { return values_.size(); }
+  std::array<std::size_t, rank> extents() const {
+    std::array<std::size_t, rank> result{};
+    for (std::size_t i = 0; i < rank; ++i) result[i] = extent(i);
+    return result;
+  }
+
+  T* data() { return values_.data(); }
+  const T* data() const { return values_.data(); }
+  std::span<T> values() { return values_; }
+  std::span<const T> values() const { return values_; }
+  T& operator[](std::size_t i) { return values_[i]; }
+  const T& operator[](std::size_t i) const { return values_[i]; }
+  /// The elements of batch entry i (or of the i-th slice along the first extent).
+  std::span<T> row(std::size_t i) { return std::span(values_).subspan(i * row_size, row_size); }
+  std::span<const T> row(std::size_t i) const { return std::span(values_).subspan(i * row_size, row_size); }
+
+  /// Element-wise equality of values (bitwise for narrow floats would differ for NaN: this is IEEE ==).
+  friend bool operator==(const Tensor& a, const Tensor& b) { return a.batch_ == b.batch_ && a.values_ == b.values_; }
+
+ private:
+  std::size_t batch_ = 1;
+  std::vector<T> values_;
+};
+
+namespace detail {
+template <class T>
+struct is_tensor : std::false_type {};
+template <class T, std::size_t... E>
+struct is_tensor<Tensor<T, E...>> : std::true_type {};
+
+template <class Tensor, class To>
+struct rebind_tensor;
+template <class T, std::size_t... E, class To>
+struct rebind_tensor<Tensor<T, E...>, To> {
+  using type = Tensor<To, E...>;
+};
+}  // namespace detail
+
+template <class T>
+concept TensorType = detail::is_tensor<std::remove_cvref_t<T>>::value;
+
+/// The same shape with another dtype.
+template <TensorType T, class To>
+using rebind_tensor_t = typename detail::rebind_tensor<std::remove_cvref_t<T>, To>::type;
+
+/// The tensor converted to another dtype (correctly rounded; vectorized where a kernel exists).
+template <class To, class T, std::size_t... E>
+Tensor<To, E...> tensor_cast(const Tensor<T, E...>& from) {
+  std::vector<To> values(from.size());
+  convert<T, To>(from.values(), std::span(values));
+  return Tensor<To, E...>(std::move(values));
+}
+
+namespace detail {
+
+template <class Batched, class Unbatched>
+struct broadcasts_over_batch : std::false_type {};
+template <class T, std::size_t... E, class U>
+struct broadcasts_over_batch<Tensor<T, dynamic, E...>, Tensor<U, E...>> : std::true_type {};
+
+/// The operands of element-wise arithmetic: one dtype, and one shape or a batched tensor with
+/// an unbatched one of its feature shape (a weight, broadcast over the batch).
+template <class A, class B>
+constexpr void check_operands() {
+  static_assert(std::is_same_v<typename A::dtype, typename B::dtype>,
+                "Tensor arithmetic needs operands of one dtype. Inside a layer, make constants in its compute dtype "
+                "(ctx.constant_like(...), ctx.random_normal_like(...)) or convert explicitly with tensor_cast<T>(x).");
+  static_assert(std::is_same_v<typename A::shape_type, typename B::shape_type> ||
+                    broadcasts_over_batch<A, B>::value || broadcasts_over_batch<B, A>::value,
+                "Tensor arithmetic needs operands of one shape, or a batched tensor and an unbatched one of its "
+                "feature shape (broadcast over the batch).");
+}
+
+template <class Op, class A, class B>
+auto elementwise(const A& a, const B& b, Op op, const char* name) {
+  if constexpr (broadcasts_over_batch<B, A>::value) {
+    return elementwise(b, a, [op](auto x, auto y) { return op(y, x); }, name);
+  } else {
+    if (!broadcasts_over_batch<A, B>::value && a.size() != b.size())
+      throw std::invalid_argument(std::string("Tensor ") + name + ": batch sizes differ (" +
+                                  std::to_string(a.batch()) + " and " + std::to_string(b.batch()) + ").");
+    std::vector<typename A::dtype> values(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) values[i] = op(a[i], b[i % b.size()]);
+    return A(std::move(values));
+  }
+}
+
+}  // namespace detail
+
+// Element-wise arithmetic in the tensors' own dtype (each result rounded once).
+template <TensorType A, TensorType B>
+auto operator+(const A& a, const B& b) {
+  detail::check_operands<A, B>();
+  return detail::elementwise(a, b, [](auto x, auto y) { return x + y; }, "+");
+}
+template <TensorType A, TensorType B>
+auto operator-(const A& a, const B& b) {
+  detail::check_operands<A, B>();
+  return detail::elementwise(a, b, [](auto x, auto y) { return x - y; }, "-");
+}
+template <TensorType A, TensorType B>
+auto operator*(const A& a, const B& b) {
+  detail::check_operands<A, B>();
+  return detail::elementwise(a, b, [](auto x, auto y) { return x * y; }, "*");
+}
+
+template <class T, std::size_t... E>
+std::ostream& operator<<(std::ostream& out, const Tensor<T, E...>& t) {
+  out << "Tensor<" << dtype_name_v<T> << ", [";
+  for (std::size_t i = 0; i < t.rank; ++i) out << (i ? ", " : "") << t.extent(i);
+  out << "]>";
+  return out;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,149 @@
+// Layer weights.
+//
+// AutoCastVariable<V, C, E...>: Keras' AutoCastVariable. Stored in the variable dtype V (its
+//   true_dtype); inside a layer's call it reads in the compute dtype C (its dtype) through the
+//   call context; outside, value() is the true value. Assignments convert to V and keep V's
+//   precision: assigning 1 + eps16/2 under a float16 compute dtype stores it exactly in float32.
+// Variable<T, E...>: a weight read in the dtype it is stored in (AutoCastVariable<T, T, E...>);
+//   reading it is a plain reference: no copy, no conversion.
+//
+// The compute-dtype copy is refreshed on every assignment, so reads are const, cheap and safe
+// from several threads at once (at the cost of keeping both copies when the dtypes differ).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/layers/tensor.hpp>
+
+namespace mixprec {
+
+template <class V, class C, std::size_t... E>
+class AutoCastVariable {
+  static_assert(std::is_same_v<V, C> || (FloatingDType<V> && FloatingDType<C>),
+                "AutoCastVariable<V, C>: a weight read in another dtype must be floating in both.");
+
+ public:
+  using true_dtype = V;
+  /// The dtype a read inside the layer's call gives.
+  using dtype = C;
+  using value_type = Tensor<V, E...>;
+  static constexpr bool casts = !std::is_same_v<V, C>;
+
+  AutoCastVariable() = default;
+  /// `shape` is the weight's shape as Keras reports it (by default the tensor's extents; a
+  /// Conv2D kernel stored as a matrix reports its 4-D shape). Its product must be the size.
+  AutoCastVariable(std::string name, value_type value, std::vector<std::size_t> shape = {}, bool trainable = true)
+      : name_(std::move(name)), value_(std::move(value)), shape_(std::move(shape)), trainable_(trainable) {
+    if (shape_.empty()) {
+      const auto extents = value_.extents();
+      shape_.assign(extents.begin(), extents.end());
+    }
+    std::size_t size = 1;
+    for (std::size_t extent : shape_) size *= extent;
+    if (size != value_.size())
+      throw std::invalid_argument("Variable '" + name_ + "': a shape of " + std::to_string(size) + " elements for " +
+                                  std::to_string(value_.size()) + " values.");
+    refresh();
+  }
+
+  const std::string& name() const { return name_; }
+  const std::vector<std::size_t>& shape() const { return shape_; }
+  bool trainable() const { return trainable_; }
+  std::size_t size() const { return value_.size(); }
+  /// The true value, in the variable dtype.
+  const value_type& value() const { return value_; }
+  /// The value in the compute dtype: what the layer's call reads. The same object as value()
+  /// when the dtypes are equal.
+  const Tensor<C, E...>& compute_value() const {
+    if constexpr (casts) return compute_value_;
+    else return value_;
+  }
+
+  /// Converts to the true dtype (one rounding). Sizes must match (batch extent included).
+  template <class U>
+  void assign(const Tensor<U, E...>& new_value) {
+    check_size(new_value.size(), "assign");
+    convert<U, V>(new_value.values(), value_.values());
+    refresh();
+  }
+  /// value += delta, value -= delta: the delta is rounded to the true dtype, then added in it.
+  template <class U>
+  void assign_add(const Tensor<U, E...>& delta) { update(delta, +1); }
+  template <class U>
+  void assign_sub(const Tensor<U, E...>& delta) { update(delta, -1); }
+  /// Every element set to `value`, rounded once to the true dtype.
+  void fill(double value) {
+    for (auto& v : value_.values()) v = cast<V>(value);
+    refresh();
+  }
+  /// The weight's regularization loss, computed in its true dtype (0 without a regularizer).
+  V regularization_loss() const { return regularizer_ ? regularizer_(value_.values()) : cast<V>(0); }
+  template <class Regularizer>
+  void set_regularizer(Regularizer regularizer) {
+    regularizer_ = [regularizer](std::span<const V> w) {
+      if constexpr (requires { regularizer.index(); })  // regularizers::any
+        return std::visit([&](const auto& r) { return r(w); }, regularizer);
+      else
+        return regularizer(w);
+    };
+  }
+
+  /// Replaces the value outright (loading weights); the caller has checked the shape.
+  void reset(value_type value) {
+    value_ = std::move(value);
+    refresh();
+  }
+
+ private:
+  void refresh() {
+    if constexpr (casts) compute_value_ = tensor_cast<C>(value_);
+  }
+  void check_size(std::size_t size, const char* what) const {
+    if (size != value_.size())
+      throw std::invalid_argument("Variable '" + name_ + "': " + what + " with " + std::to_string(size) +
+                                  " values, but the variable holds " + std::to_string(value_.size()) + ".");
+  }
+  template <class U>
+  void update(const Tensor<U, E...>& delta, int sign) {
+    check_size(delta.size(), sign > 0 ? "assign_add" : "assign_sub");
+    auto values = value_.values();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const V d = cast<V>(delta[i]);
+      values[i] = sign > 0 ? V(values[i] + d) : V(values[i] - d);
+    }
+    refresh();
+  }
+
+  struct no_copy {};
+  std::string name_;
+  value_type value_;
+  std::vector<std::size_t> shape_;
+  bool trainable_ = true;
+  std::function<V(std::span<const V>)> regularizer_;
+  [[no_unique_address]] std::conditional_t<casts, Tensor<C, E...>, no_copy> compute_value_;
+};
+
+template <class T, std::size_t... E>
+using Variable = AutoCastVariable<T, T, E...>;
+
+namespace detail {
+template <class T>
+struct is_variable : std::false_type {};
+template <class V, class C, std::size_t... E>
+struct is_variable<AutoCastVariable<V, C, E...>> : std::true_type {};
+}  // namespace detail
+
+template <class T>
+concept VariableType = detail::is_variable<std::remove_cvref_t<T>>::value;
+
+}  // namespace mixprec

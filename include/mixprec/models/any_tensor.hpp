@@ -1,0 +1,95 @@
+// AnyTensor: a tensor whose dtype and shape are known at run time, what the runtime model
+// passes between layers. Each layer converts it once to its compute dtype; there is no
+// per-element dtype switch anywhere.
+#pragma once
+
+#include <cstddef>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/tensor.hpp>
+
+namespace mixprec {
+
+class AnyTensor {
+ public:
+  using storage = std::variant<std::vector<float16>, std::vector<bfloat16>, std::vector<float>, std::vector<double>>;
+
+  AnyTensor() : values_(std::vector<float>{}) {}
+  /// extents include the batch: {batch, 784}.
+  template <class T>
+  AnyTensor(std::vector<std::size_t> extents, std::vector<T> values)
+      : extents_(std::move(extents)), values_(std::move(values)) {
+    const std::size_t expected = std::accumulate(extents_.begin(), extents_.end(), std::size_t{1}, std::multiplies<>());
+    if (expected != size())
+      throw std::invalid_argument("AnyTensor: " + std::to_string(size()) + " values for a shape of " +
+                                  std::to_string(expected) + " elements.");
+  }
+  /// From a compile-time tensor.
+  template <class T, std::size_t... E>
+  explicit AnyTensor(const Tensor<T, E...>& tensor)
+      : AnyTensor(extents_of(tensor), std::vector<T>(tensor.values().begin(), tensor.values().end())) {}
+
+  const std::vector<std::size_t>& extents() const { return extents_; }
+  std::size_t batch() const { return extents_.empty() ? 1 : extents_[0]; }
+  std::size_t size() const {
+    return std::visit([](const auto& v) { return v.size(); }, values_);
+  }
+  std::string_view dtype() const {
+    return std::visit([](const auto& v) { return dtype_name_v<typename std::remove_cvref_t<decltype(v)>::value_type>; },
+                      values_);
+  }
+  template <class T>
+  bool holds() const {
+    return std::holds_alternative<std::vector<T>>(values_);
+  }
+  /// The values, when the dtype is T (std::invalid_argument otherwise).
+  template <class T>
+  std::span<const T> values() const {
+    if (!holds<T>())
+      throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + ", not " + std::string(dtype_name_v<T>) + ".");
+    return std::get<std::vector<T>>(values_);
+  }
+  /// The values converted to T (correctly rounded; a plain copy when the dtype is T).
+  template <class T>
+  std::vector<T> values_as() const {
+    return std::visit(
+        [](const auto& v) {
+          using From = typename std::remove_cvref_t<decltype(v)>::value_type;
+          std::vector<T> out(v.size());
+          convert<From, T>(std::span<const From>(v), std::span(out));
+          return out;
+        },
+        values_);
+  }
+  /// As a compile-time tensor; the shape must match (batch aside), the dtype is converted.
+  template <class T, std::size_t... E>
+  Tensor<T, E...> to_tensor() const {
+    const auto expected = Tensor<T, E...>::shape_type::extents;
+    bool same = extents_.size() == expected.size();
+    for (std::size_t i = 0; same && i < expected.size(); ++i) same = expected[i] == dynamic || expected[i] == extents_[i];
+    if (!same) throw std::invalid_argument("AnyTensor::to_tensor: the shapes differ.");
+    return Tensor<T, E...>(values_as<T>());
+  }
+
+ private:
+  template <class T, std::size_t... E>
+  static std::vector<std::size_t> extents_of(const Tensor<T, E...>& tensor) {
+    const auto extents = tensor.extents();
+    return {extents.begin(), extents.end()};
+  }
+
+  std::vector<std::size_t> extents_;
+  storage values_;
+};
+
+}  // namespace mixprec

@@ -1,0 +1,278 @@
+// RuntimeModel: a Sequential model built at run time from layer configs whose policies are
+// strings, DTypePolicy values, serialized policies, or entries of a DTypePolicyMap keyed by
+// layer path ("sequential/dense_1") -- Keras' dynamic API on top of the compiled layers.
+//
+//   RuntimeModel model({784}, {layer_configs::dense(1024, "relu", "mixed_bfloat16"),
+//                              layer_configs::dense(10),
+//                              layer_configs::activation("softmax", "float32")});
+//   AnyTensor y = model(x);
+//
+//   auto same = RuntimeModel::from_config(model.get_config());   // Keras' JSON, both ways
+//
+// Each layer picks its compiled instantiation once, when the model is built; a layer whose
+// policy it does not support, an unknown layer or a bad setting is a std::invalid_argument that
+// names the layer ("layer 2 ('dense_1', Dense): ...").
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/detail/compute.hpp>
+#include <mixprec/models/any_tensor.hpp>
+#include <mixprec/models/detail/runtime_layer_factory.hpp>
+#include <mixprec/models/runtime_layers.hpp>
+#include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/dtype_policy.hpp>
+#include <mixprec/runtime/dtype_policy_map.hpp>
+#include <mixprec/runtime/global_policy.hpp>
+#include <mixprec/runtime/serialization.hpp>
+
+namespace mixprec {
+
+/// Keras layer configs, for RuntimeModel: {"class_name": ..., "config": {...}}. `dtype` is a
+/// policy name, a DTypePolicy, a serialized policy, or null (the model's default).
+namespace layer_configs {
+
+inline nlohmann::json layer(std::string_view class_name, nlohmann::json config, const nlohmann::json& dtype,
+                            std::string_view name) {
+  if (!dtype.is_null()) config["dtype"] = dtype;
+  if (!name.empty()) config["name"] = name;
+  return {{"class_name", class_name}, {"config", std::move(config)}};
+}
+inline nlohmann::json dense(std::size_t units, std::string_view activation = "linear", const nlohmann::json& dtype = {},
+                            std::string_view name = {}, bool use_bias = true) {
+  return layer("Dense", {{"units", units}, {"activation", activation}, {"use_bias", use_bias}}, dtype, name);
+}
+inline nlohmann::json activation(std::string_view activation, const nlohmann::json& dtype = {}, std::string_view name = {}) {
+  return layer("Activation", {{"activation", activation}}, dtype, name);
+}
+inline nlohmann::json softmax(const nlohmann::json& dtype = {}, std::string_view name = {}) {
+  return layer("Softmax", {{"axis", -1}}, dtype, name);
+}
+inline nlohmann::json flatten(const nlohmann::json& dtype = {}, std::string_view name = {}) {
+  return layer("Flatten", nlohmann::json::object(), dtype, name);
+}
+inline nlohmann::json conv2d(std::size_t filters, std::size_t kernel_height, std::size_t kernel_width,
+                             std::string_view activation = "linear", std::string_view padding = "valid",
+                             std::size_t stride_height = 1, std::size_t stride_width = 1,
+                             const nlohmann::json& dtype = {}, std::string_view name = {}, bool use_bias = true) {
+  return layer("Conv2D",
+               {{"filters", filters},
+                {"kernel_size", {kernel_height, kernel_width}},
+                {"strides", {stride_height, stride_width}},
+                {"padding", padding},
+                {"activation", activation},
+                {"use_bias", use_bias}},
+               dtype, name);
+}
+inline nlohmann::json max_pooling2d(std::size_t pool_height = 2, std::size_t pool_width = 2,
+                                    std::string_view padding = "valid", const nlohmann::json& dtype = {},
+                                    std::string_view name = {}) {
+  return layer("MaxPooling2D", {{"pool_size", {pool_height, pool_width}}, {"strides", nullptr}, {"padding", padding}},
+               dtype, name);
+}
+inline nlohmann::json batch_normalization(double momentum = 0.99, double epsilon = 1e-3,
+                                          const nlohmann::json& dtype = {}, std::string_view name = {}) {
+  return layer("BatchNormalization", {{"axis", -1}, {"momentum", momentum}, {"epsilon", epsilon}}, dtype, name);
+}
+inline nlohmann::json dropout(double rate, const nlohmann::json& dtype = {}, std::string_view name = {}) {
+  return layer("Dropout", {{"rate", rate}}, dtype, name);
+}
+
+}  // namespace layer_configs
+
+namespace detail {
+
+/// Keras' default layer names: the class name in snake case ("MaxPooling2D" -> "max_pooling2d").
+inline std::string default_layer_name(std::string_view class_name) {
+  std::string name;
+  for (std::size_t i = 0; i < class_name.size(); ++i) {
+    const char c = class_name[i];
+    const bool upper = c >= 'A' && c <= 'Z';
+    if (upper && i > 0 && !(class_name[i - 1] >= '0' && class_name[i - 1] <= '9') &&
+        !(class_name[i - 1] >= 'A' && class_name[i - 1] <= 'Z'))
+      name += '_';
+    name += upper ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return name;
+}
+
+}  // namespace detail
+
+class RuntimeModel {
+ public:
+  /// input_shape excludes the batch: {784} or {28, 28, 1}. Layers without a dtype take the
+  /// policy map's entry for "<name>/<layer name>" if a map is given, else the global policy.
+  RuntimeModel(std::vector<std::size_t> input_shape, const std::vector<nlohmann::json>& layers,
+               std::string name = "sequential", std::optional<DTypePolicyMap> policies = std::nullopt)
+      : name_(std::move(name)), input_shape_(std::move(input_shape)) {
+    build(layers, policies);
+  }
+
+  /// A Keras Sequential config (Keras 3 or tf.keras 2.x): {"class_name": "Sequential",
+  /// "config": {"name": ..., "layers": [InputLayer, ...]}}. Without an InputLayer, the first
+  /// layer's "batch_input_shape" / "batch_shape" gives the input shape.
+  static RuntimeModel from_config(const nlohmann::json& config, std::optional<DTypePolicyMap> policies = std::nullopt) {
+    const auto bad = [&](const std::string& why) {
+      return std::invalid_argument("Invalid Sequential config: " + why);
+    };
+    if (!config.is_object()) throw bad("expected a JSON object.");
+    if (config.value("class_name", "Sequential") != "Sequential")
+      throw bad("class_name is " + config["class_name"].dump() + ", not \"Sequential\".");
+    const nlohmann::json& body = config.contains("config") ? config["config"] : config;
+    if (!body.is_object() || !body.contains("layers") || !body["layers"].is_array() || body["layers"].empty())
+      throw bad("'config' needs a non-empty 'layers' array.");
+    std::vector<nlohmann::json> layers(body["layers"].begin(), body["layers"].end());
+    std::optional<std::vector<std::size_t>> input;
+    const auto read_batch_shape = [&](const nlohmann::json& layer_config) -> std::optional<std::vector<std::size_t>> {
+      for (const char* key : {"batch_shape", "batch_input_shape"}) {
+        const auto it = layer_config.find(key);
+        if (it == layer_config.end()) continue;
+        if (!it->is_array() || it->size() < 2) throw bad(std::string("'") + key + "' must be [null, d1, ...].");
+        std::vector<std::size_t> shape;
+        for (std::size_t i = 1; i < it->size(); ++i) {
+          if (!(*it)[i].is_number_integer() || (*it)[i].get<long long>() <= 0)
+            throw bad(std::string("'") + key + "' must list positive extents after the batch; got " + it->dump() + ".");
+          shape.push_back((*it)[i].get<std::size_t>());
+        }
+        return shape;
+      }
+      return std::nullopt;
+    };
+    if (layers.front().value("class_name", "") == "InputLayer") {
+      input = read_batch_shape(layers.front().value("config", nlohmann::json::object()));
+      if (!input) throw bad("the InputLayer has no 'batch_shape' (Keras 3) or 'batch_input_shape' (tf.keras 2).");
+      layers.erase(layers.begin());
+    } else if (layers.front().contains("config")) {
+      input = read_batch_shape(layers.front()["config"]);
+    }
+    if (!input) throw bad("no input shape: start with an InputLayer or give the first layer a 'batch_input_shape'.");
+    return RuntimeModel(*input, layers, body.value("name", "sequential"), std::move(policies));
+  }
+
+  AnyTensor operator()(const AnyTensor& x) { return run(x, false); }
+  AnyTensor training_call(const AnyTensor& x) { return run(x, true); }
+  template <class T, std::size_t... E>
+  AnyTensor operator()(const Tensor<T, E...>& x) {
+    return run(AnyTensor(x), false);
+  }
+
+  const std::string& name() const { return name_; }
+  std::size_t size() const { return layers_.size(); }
+  RuntimeLayer& layer(std::size_t i) { return *layers_.at(i); }
+  const RuntimeLayer& layer(std::size_t i) const { return *layers_.at(i); }
+  RuntimeLayer& layer(std::string_view layer_name) {
+    for (auto& l : layers_)
+      if (l->name() == layer_name) return *l;
+    throw std::out_of_range("RuntimeModel '" + name_ + "' has no layer '" + std::string(layer_name) + "'.");
+  }
+  const std::vector<std::size_t>& input_shape() const { return input_shape_; }
+  const std::vector<std::size_t>& output_shape() const { return output_shape_; }
+
+  /// Keras 3's Sequential config; from_config(get_config()) rebuilds the same model.
+  nlohmann::ordered_json get_config() const {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
+    for (auto e : input_shape_) batch_shape.push_back(e);
+    layers.push_back({{"class_name", "InputLayer"},
+                      {"config", {{"batch_shape", batch_shape}, {"dtype", "float32"}, {"name", "input_layer"}}}});
+    for (const auto& l : layers_)
+      layers.push_back({{"module", "keras.layers"}, {"class_name", l->class_name()}, {"config", l->config()}});
+    return {{"module", "keras"},
+            {"class_name", "Sequential"},
+            {"config", {{"name", name_}, {"layers", layers}}},
+            {"registered_name", nullptr}};
+  }
+
+  /// Handles on every weight, paths "<layer>/<weight>".
+  std::vector<weight_handle> weights() {
+    std::vector<weight_handle> all;
+    for (auto& l : layers_)
+      for (auto& w : l->weights("")) all.push_back(std::move(w));
+    return all;
+  }
+  void save_weights(const std::string& file) { mixprec::save_weights(weights(), file); }
+  void load_weights(const std::string& file) { mixprec::load_weights(weights(), file); }
+
+  friend std::ostream& operator<<(std::ostream& out, const RuntimeModel& model) {
+    out << "RuntimeModel '" << model.name_ << "', input " << detail::shape_text(model.input_shape_) << '\n';
+    for (const auto& l : model.layers_) out << "  " << l->name() << " (" << l->class_name() << ") " << l->dtype_policy() << '\n';
+    return out << "  output " << detail::shape_text(model.output_shape_) << '\n';
+  }
+
+ private:
+  void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
+    if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape is empty.");
+    std::map<std::string, std::size_t> generated;
+    std::set<std::string> names;
+    std::vector<std::size_t> shape = input_shape_;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& spec = layers[i];
+      detail::layer_site site{i + 1, "?", "?"};
+      if (!spec.is_object() || !spec.contains("class_name") || !spec["class_name"].is_string())
+        throw site.error("a layer config is an object with a 'class_name'; got " + detail::quote_for_message(spec.dump()) + ".");
+      site.class_name = spec["class_name"].get<std::string>();
+      const nlohmann::json config = spec.value("config", nlohmann::json::object());
+      if (!config.is_object()) throw site.error("its 'config' must be an object.");
+      site.name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
+      if (site.name.empty()) {
+        const std::string base = detail::default_layer_name(site.class_name);
+        const std::size_t count = generated[base]++;
+        site.name = count == 0 ? base : base + "_" + std::to_string(count);
+      }
+      if (!names.insert(site.name).second)
+        throw site.error("the name '" + site.name + "' is already used; layer names must be unique.");
+      auto layer = detail::make_runtime_layer(config, policy_for(config, site, policies), site);
+      try {
+        shape = layer->build(shape);
+      } catch (const std::invalid_argument& error) {
+        throw site.error(std::string(error.what()) + " (its input is " + detail::shape_text(shape) + ")");
+      }
+      layers_.push_back(std::move(layer));
+    }
+    output_shape_ = shape;
+  }
+
+  DTypePolicy policy_for(const nlohmann::json& config, const detail::layer_site& site,
+                         const std::optional<DTypePolicyMap>& policies) const {
+    const auto it = config.find("dtype");
+    if (it != config.end() && !it->is_null()) {
+      try {
+        return dtype_policies::get(nlohmann::json(*it));
+      } catch (const std::invalid_argument& error) {
+        throw site.error(std::string("bad dtype policy: ") + error.what());
+      }
+    }
+    if (policies) return policies->get(name_ + "/" + site.name);
+    return dtype_policy();
+  }
+
+  AnyTensor run(const AnyTensor& x, bool training) {
+    const std::vector<std::size_t> features(x.extents().begin() + (x.extents().empty() ? 0 : 1), x.extents().end());
+    if (x.extents().empty() || features != input_shape_)
+      throw std::invalid_argument("RuntimeModel '" + name_ + "' expects inputs of shape " + detail::shape_text(input_shape_) +
+                                  "; got " + (x.extents().empty() ? std::string("a scalar") : detail::shape_text(features)) + ".");
+    AnyTensor y = x;
+    for (auto& l : layers_) y = l->call(y, training);
+    return y;
+  }
+
+  std::string name_;
+  std::vector<std::size_t> input_shape_;
+  std::vector<std::size_t> output_shape_;
+  std::vector<std::unique_ptr<RuntimeLayer>> layers_;
+};
+
+}  // namespace mixprec

@@ -1,0 +1,287 @@
+// Sequential<Policy, Input, Layers...>: a model whose wiring the compiler checks.
+//
+//   using Model = Sequential<policies::mixed_float16,
+//                            Input<100>,
+//                            Dense<10>,                                       // mixed_float16
+//                            Dense<10>,                                       // mixed_float16
+//                            Activation<activations::softmax, policies::float32>>;  // its own policy
+//   Model model;
+//   Tensor<float, dynamic, 100> x(batch);
+//   auto y = model(x);   // Tensor<float, dynamic, 10>: the type says what comes out
+//
+// Policy is the compile-time counterpart of set_dtype_policy: every layer without a policy of
+// its own takes it (policies::infer: each such layer computes in its input's dtype). Every
+// shape but the batch is known to the compiler; a layer that cannot take its predecessor's
+// output is a compile error naming the layer's position and both shapes. All weights are
+// built when the model is constructed, since every layer's input type is known.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/core/infer_policy.hpp>
+#include <mixprec/core/policy.hpp>
+#include <mixprec/layers/input.hpp>
+#include <mixprec/layers/tensor.hpp>
+#include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/serialization.hpp>
+
+namespace mixprec {
+
+/// A tensor shape as compile errors show it: batch_of<28, 28, 1> is (batch, 28, 28, 1).
+template <std::size_t... Extents>
+struct batch_of {};
+
+namespace detail {
+
+template <class X>
+struct shown_shape;
+template <class T, std::size_t... E>
+struct shown_shape<Tensor<T, dynamic, E...>> {
+  using type = batch_of<E...>;
+};
+
+/// Instantiated only on a wiring error: its template arguments, which the compiler prints,
+/// name the layer (position 1 is the first layer after Input), the layer type and its input.
+template <std::size_t LayerPosition, class LayerType, class InputShape, class InputDtype>
+struct layer_cannot_take_its_input {
+  static_assert(LayerPosition == 0,
+                "Sequential: the layer at position LayerPosition cannot take the previous layer's output. The "
+                "instantiation of layer_cannot_take_its_input<LayerPosition, LayerType, InputShape, InputDtype> "
+                "above names the layer and the shape it was given (batch_of<...> lists the extents after the "
+                "batch); the layer's own message, if any, says what it expects.");
+  static constexpr bool reported = true;
+};
+
+template <class ExpectedShape, class GivenShape>
+struct model_input_mismatch {
+  static_assert(std::is_same_v<ExpectedShape, GivenShape>,
+                "Sequential: the model was called with a tensor of another shape than its Input. "
+                "model_input_mismatch<ExpectedShape, GivenShape> above shows both (batch_of<...> lists the "
+                "extents after the batch).");
+  static constexpr bool reported = true;
+};
+
+/// The state of the type-level fold over the layers: the current tensor type, the position,
+/// the layers resolved so far and the input type of each.
+template <class ModelPolicy, class X, std::size_t Position, class Layers = std::tuple<>, class Inputs = std::tuple<>>
+struct wiring {
+  using output = X;
+  using layers = Layers;
+  using inputs = Inputs;
+};
+
+template <class ModelPolicy, class X, std::size_t Position, class... Resolved, class... Inputs, class L>
+auto operator>>(wiring<ModelPolicy, X, Position, std::tuple<Resolved...>, std::tuple<Inputs...>>,
+                std::type_identity<L>) {
+  using default_policy =
+      std::conditional_t<std::is_same_v<ModelPolicy, InferPolicy>, Policy<typename X::dtype>, ModelPolicy>;
+  using layer = typename L::template with_default_policy<default_policy>;
+  using Y = typename layer::template output_t<X>;
+  if constexpr (std::is_void_v<Y>) {
+    static_assert(layer_cannot_take_its_input<Position, L, typename shown_shape<X>::type, typename X::dtype>::reported);
+    // Carry on with the same tensor, so that one mistake is reported once.
+    return wiring<ModelPolicy, X, Position + 1, std::tuple<Resolved..., layer>, std::tuple<Inputs..., X>>{};
+  } else {
+    return wiring<ModelPolicy, Y, Position + 1, std::tuple<Resolved..., layer>, std::tuple<Inputs..., X>>{};
+  }
+}
+
+template <class ModelPolicy, class X0, class... Layers>
+using wire = decltype((wiring<ModelPolicy, X0, 1>{} >> ... >> std::type_identity<Layers>{}));
+
+/// Whether a model policy names an output dtype of its own, and the model's output type.
+template <class P>
+struct names_output_dtype : std::false_type {
+  template <class Y>
+  using output = Y;
+};
+template <class C, class V, class O>
+  requires(!std::is_same_v<O, C>)
+struct names_output_dtype<Policy<C, V, O>> : std::true_type {
+  template <class Y>
+  using output = rebind_tensor_t<Y, O>;
+};
+
+/// Threads a value through the layers with a left fold (no recursion).
+template <class X>
+struct passing {
+  X value;
+};
+template <class X, class L>
+auto operator|(passing<X>&& x, std::pair<L*, bool> layer) {
+  using Y = std::remove_cvref_t<decltype((*layer.first)(x.value))>;
+  return passing<Y>{layer.second ? layer.first->training_call(x.value) : (*layer.first)(x.value)};
+}
+
+}  // namespace detail
+
+template <class ModelPolicy, class InputSpecType, class... Layers>
+class Sequential {
+  static_assert(DTypePolicyType<ModelPolicy> || std::is_same_v<ModelPolicy, InferPolicy>,
+                "Sequential<Policy, Input, Layers...>: the first argument is the model's dtype policy "
+                "(policies::mixed_float16, policies::infer, ...).");
+  static_assert(InputSpec<InputSpecType>,
+                "Sequential<Policy, Input, Layers...>: the second argument is the input shape: Input<784>, "
+                "Input<28, 28, 1> or InputOf<double, 784>.");
+  static_assert(sizeof...(Layers) > 0, "Sequential needs at least one layer after its Input.");
+
+  using wiring = detail::wire<ModelPolicy, typename InputSpecType::tensor, Layers...>;
+  static constexpr bool model_casts_output = detail::names_output_dtype<ModelPolicy>::value;
+
+ public:
+  using policy = ModelPolicy;
+  using input_type = typename InputSpecType::tensor;
+  /// The layers as the model runs them: each with its resolved policy.
+  using layer_types = typename wiring::layers;
+  /// What model(x) returns: the last layer's output, cast to the policy's output dtype when
+  /// the model's policy names one of its own (jmp's "output": Policy<bfloat16, float, float>).
+  using output_type = typename detail::names_output_dtype<ModelPolicy>::template output<typename wiring::output>;
+  static constexpr std::size_t layer_count = sizeof...(Layers);
+
+  /// Default-configured layers.
+  Sequential() { name_and_build(); }
+  /// Configured layers (Dense<10>("logits"), Dropout<>(0.2), ...), in order.
+  explicit Sequential(const Layers&... layers) : layers_(layers...) { name_and_build(); }
+
+  template <std::size_t I>
+  auto& layer() {
+    return std::get<I>(layers_);
+  }
+  template <std::size_t I>
+  const auto& layer() const {
+    return std::get<I>(layers_);
+  }
+
+  /// Inference. x must have the Input's shape; any floating dtype (the layers cast it).
+  template <class T, std::size_t... E>
+  output_type operator()(const Tensor<T, E...>& x) {
+    return run(x, false);
+  }
+  /// Training mode (Dropout drops, BatchNormalization uses and updates batch statistics).
+  template <class T, std::size_t... E>
+  output_type training_call(const Tensor<T, E...>& x) {
+    return run(x, true);
+  }
+
+  /// f(path, weight) for every weight, in order; paths are "<layer name>/<weight name>".
+  template <class F>
+  void for_each_weight(F&& f) {
+    std::apply([&](auto&... layers) { (layers.for_each_weight([&](auto& w) { f(layers.name() + "/" + w.name(), w); }), ...); },
+               layers_);
+  }
+  template <class F>
+  void for_each_weight(F&& f) const {
+    std::apply([&](const auto&... layers) {
+      (layers.for_each_weight([&](const auto& w) { f(layers.name() + "/" + w.name(), w); }), ...);
+    }, layers_);
+  }
+
+  /// Handles on every weight (paths "<layer>/<weight>"), for save_weights / load_weights.
+  std::vector<weight_handle> weights() {
+    std::vector<weight_handle> handles;
+    for_each_weight([&](const std::string& path, auto& w) { handles.push_back(handle_of(path, w)); });
+    return handles;
+  }
+  void save_weights(const std::string& file) { mixprec::save_weights(weights(), file); }
+  /// All or nothing: a bad file leaves every weight as it was.
+  void load_weights(const std::string& file) { mixprec::load_weights(weights(), file); }
+
+  /// Keras 3's Sequential config: RuntimeModel::from_config(model.get_config()) builds the same
+  /// model at run time.
+  nlohmann::ordered_json get_config(std::string name = "sequential") const {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
+    for (std::size_t i = 1; i < input_type::rank; ++i) batch_shape.push_back(input_type::shape_type::extents[i]);
+    layers.push_back({{"class_name", "InputLayer"},
+                      {"config", {{"batch_shape", batch_shape}, {"dtype", dtype_name_v<typename input_type::dtype>},
+                                  {"name", "input_layer"}}}});
+    std::apply([&](const auto&... each) {
+      (layers.push_back({{"module", "keras.layers"},
+                         {"class_name", std::remove_cvref_t<decltype(each)>::keras_class},
+                         {"config", layer_config(each)}}),
+       ...);
+    }, layers_);
+    return {{"module", "keras"},
+            {"class_name", "Sequential"},
+            {"config", {{"name", std::move(name)}, {"layers", layers}}},
+            {"registered_name", nullptr}};
+  }
+
+  std::size_t parameter_count() const {
+    std::size_t count = 0;
+    for_each_weight([&](const std::string&, const auto& w) { count += w.size(); });
+    return count;
+  }
+
+  /// One line per layer: name, policy, output shape, parameters.
+  friend std::ostream& operator<<(std::ostream& out, const Sequential& model) {
+    out << "Sequential (policy " << model_policy_name() << ")\n";
+    std::size_t i = 0;
+    std::apply([&](const auto&... layers) { (model.describe(out, layers, i++), ...); }, model.layers_);
+    return out << "  parameters: " << model.parameter_count() << '\n';
+  }
+
+ private:
+  static std::string_view model_policy_name() { return ModelPolicy::name; }
+
+  template <class L>
+  static nlohmann::ordered_json layer_config(const L& layer) {
+    nlohmann::ordered_json config = {{"name", layer.name()}, {"dtype", dtype_policies::serialize(L::dtype_policy())}};
+    config.update(layer.keras_config());
+    return config;
+  }
+
+  template <class L>
+  void describe(std::ostream& out, const L& layer, std::size_t) const {
+    std::size_t parameters = 0;
+    layer.for_each_weight([&](const auto& w) { parameters += w.size(); });
+    out << "  " << layer.name() << "  " << L::policy::name << "  " << parameters << " parameters\n";
+  }
+
+  template <class T, std::size_t... E>
+  output_type run(const Tensor<T, E...>& x, bool training) {
+    static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,
+                                               typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
+    auto y = std::apply(
+        [&](auto&... layers) {
+          return (detail::passing<Tensor<T, E...>>{x} | ... | std::pair{&layers, training}).value;
+        },
+        layers_);
+    if constexpr (model_casts_output) return tensor_cast<typename output_type::dtype>(y);
+    else return y;
+  }
+
+  /// Keras' naming: the first "dense" keeps its name, the next ones become dense_1, dense_2...
+  void name_and_build() {
+    std::map<std::string, std::size_t> seen;
+    std::apply([&](auto&... layers) {
+      ((layers.set_name(unique_name(seen, layers.name()))), ...);
+    }, layers_);
+    build_all(std::make_index_sequence<layer_count>{});
+  }
+  static std::string unique_name(std::map<std::string, std::size_t>& seen, const std::string& name) {
+    const std::size_t count = seen[name]++;
+    return count == 0 ? name : name + "_" + std::to_string(count);
+  }
+  template <std::size_t... I>
+  void build_all(std::index_sequence<I...>) {
+    (std::get<I>(layers_).template build_for<input_of<I>>(), ...);
+  }
+  /// The input tensor type of layer I.
+  template <std::size_t I>
+  using input_of = std::tuple_element_t<I, typename wiring::inputs>;
+
+  layer_types layers_;
+};
+
+}  // namespace mixprec

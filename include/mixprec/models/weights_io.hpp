@@ -1,0 +1,230 @@
+// Saving and loading weights, for compile-time and runtime models alike.
+//
+// File format (little-endian):
+//   8 bytes   magic "MPXWGT01"
+//   8 bytes   header length H (unsigned)
+//   H bytes   JSON header: {"format": "mixprec-weights", "version": 1, "data_bytes": N,
+//               "weights": [{"path": "dense/kernel", "dtype": "float32", "shape": [784, 10],
+//                            "offset": 0, "bytes": 31360, "fnv1a64": "<hex>"}, ...]}
+//   N bytes   the weights' values, each in its dtype, row-major, at its offset
+//
+// Loading checks everything (magic, lengths, JSON, that every weight of the model is there
+// once with its shape, sizes, checksums) before changing any weight: a truncated or corrupted
+// file is a std::invalid_argument that names the problem, and leaves the model as it was.
+// A weight saved in another floating dtype is converted (rounded once) to the model's.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/initializers.hpp>
+#include <mixprec/layers/tensor.hpp>
+
+namespace mixprec {
+
+static_assert(std::endian::native == std::endian::little,
+              "mixprec's weight files are little-endian; this platform would need byte swapping.");
+
+/// A weight seen through its bytes: what both model kinds hand to save/load.
+struct weight_handle {
+  std::string path;
+  std::string_view dtype;
+  std::vector<std::size_t> extents;
+  std::span<const std::byte> bytes;
+  /// Replaces the value from raw bytes in the given dtype (same number of elements; converted
+  /// when the dtype differs). Called only after the whole file has been validated.
+  std::function<void(std::string_view dtype, std::span<const std::byte>)> load;
+};
+
+namespace detail {
+
+inline constexpr std::string_view weights_magic = "MPXWGT01";
+
+inline std::string hex64(std::uint64_t value) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<std::size_t>(i)] = digits[value & 15];
+  return text;
+}
+
+inline std::uint64_t fnv1a64(std::span<const std::byte> bytes) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::byte b : bytes) hash = (hash ^ static_cast<std::uint8_t>(b)) * 1099511628211ull;
+  return hash;
+}
+
+inline std::size_t dtype_size(std::string_view dtype) {
+  const auto index = find_dtype(dtype);
+  if (!index) return 0;
+  return with_dtype_at(*index, [](auto type) { return sizeof(typename decltype(type)::type); });
+}
+
+/// `load` for a weight stored as a Tensor of T: copies, or converts from another floating dtype.
+template <class T, class Assign>
+std::function<void(std::string_view, std::span<const std::byte>)> loader(std::size_t count, Assign assign) {
+  return [count, assign](std::string_view dtype, std::span<const std::byte> bytes) {
+    std::vector<T> values(count);
+    if (dtype == dtype_name_v<T>) {
+      std::memcpy(values.data(), bytes.data(), count * sizeof(T));
+    } else {
+      with_dtype_at(*find_dtype(dtype), [&](auto type) {
+        using From = typename decltype(type)::type;
+        if constexpr (FloatingDType<From> && FloatingDType<T>) {
+          std::vector<From> from(count);
+          std::memcpy(from.data(), bytes.data(), count * sizeof(From));
+          convert<From, T>(std::span<const From>(from), std::span(values));
+        }
+      });
+    }
+    assign(std::move(values));
+  };
+}
+
+[[noreturn]] inline void bad_weights_file(const std::string& file, const std::string& why) {
+  throw std::invalid_argument("Cannot load weights from '" + file + "': " + why);
+}
+
+}  // namespace detail
+
+/// Writes the weights to `file` (replacing it).
+inline void save_weights(const std::vector<weight_handle>& weights, const std::string& file) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  std::size_t offset = 0;
+  for (const auto& w : weights) {
+    entries.push_back({{"path", w.path},
+                       {"dtype", w.dtype},
+                       {"shape", w.extents},
+                       {"offset", offset},
+                       {"bytes", w.bytes.size()},
+                       {"fnv1a64", detail::hex64(detail::fnv1a64(w.bytes))}});
+    offset += w.bytes.size();
+  }
+  const nlohmann::ordered_json header = {
+      {"format", "mixprec-weights"}, {"version", 1}, {"data_bytes", offset}, {"weights", entries}};
+  const std::string text = header.dump();
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::invalid_argument("Cannot save weights: cannot open '" + file + "' for writing.");
+  const std::uint64_t length = text.size();
+  out.write(detail::weights_magic.data(), 8);
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& w : weights) out.write(reinterpret_cast<const char*>(w.bytes.data()), static_cast<std::streamsize>(w.bytes.size()));
+  if (!out.flush()) throw std::invalid_argument("Cannot save weights: writing '" + file + "' failed.");
+}
+
+/// Reads `file` into the weights; all or nothing (see the format above).
+inline void load_weights(const std::vector<weight_handle>& weights, const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) detail::bad_weights_file(file, "it cannot be opened.");
+  const std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (content.size() < 16 || std::string_view(content.data(), 8) != detail::weights_magic)
+    detail::bad_weights_file(file, "it is not a mixprec weights file (bad magic or shorter than 16 bytes).");
+  std::uint64_t header_length;
+  std::memcpy(&header_length, content.data() + 8, sizeof header_length);
+  if (header_length > content.size() - 16)
+    detail::bad_weights_file(file, "the header length (" + std::to_string(header_length) +
+                                       ") runs past the end of the file: it is truncated.");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(content.begin() + 16, content.begin() + 16 + static_cast<std::ptrdiff_t>(header_length));
+  } catch (const nlohmann::json::exception& error) {
+    detail::bad_weights_file(file, std::string("its JSON header does not parse: ") + error.what());
+  }
+  const std::span<const std::byte> data(reinterpret_cast<const std::byte*>(content.data()) + 16 + header_length,
+                                        content.size() - 16 - header_length);
+  struct entry {
+    std::string dtype;
+    std::vector<std::size_t> shape;
+    std::span<const std::byte> bytes;
+  };
+  std::map<std::string, entry> entries;
+  try {
+    if (header.at("format") != "mixprec-weights" || header.at("version") != 1)
+      detail::bad_weights_file(file, "unknown format or version " + header.value("format", std::string("?")) + ".");
+    const auto data_bytes = header.at("data_bytes").get<std::size_t>();
+    if (data_bytes != data.size())
+      detail::bad_weights_file(file, "the header announces " + std::to_string(data_bytes) + " bytes of values but " +
+                                         std::to_string(data.size()) + " follow: it is truncated or has trailing bytes.");
+    for (const auto& item : header.at("weights")) {
+      const auto path = item.at("path").get<std::string>();
+      entry e{item.at("dtype").get<std::string>(), item.at("shape").get<std::vector<std::size_t>>(), {}};
+      const auto offset = item.at("offset").get<std::size_t>();
+      const auto bytes = item.at("bytes").get<std::size_t>();
+      std::size_t elements = 1;
+      for (auto extent : e.shape) elements *= extent;
+      const std::size_t element_size = detail::dtype_size(e.dtype);
+      if (element_size == 0) detail::bad_weights_file(file, "weight '" + path + "' has an unknown dtype '" + e.dtype + "'.");
+      if (bytes != elements * element_size || offset > data.size() || bytes > data.size() - offset)
+        detail::bad_weights_file(file, "weight '" + path + "' has inconsistent sizes (offset " + std::to_string(offset) +
+                                           ", " + std::to_string(bytes) + " bytes for " + std::to_string(elements) +
+                                           " x " + e.dtype + ").");
+      e.bytes = data.subspan(offset, bytes);
+      if (detail::hex64(detail::fnv1a64(e.bytes)) != item.at("fnv1a64").get<std::string>())
+        detail::bad_weights_file(file, "the values of weight '" + path + "' are corrupted (checksum mismatch).");
+      if (!entries.emplace(path, std::move(e)).second)
+        detail::bad_weights_file(file, "weight '" + path + "' appears twice.");
+    }
+  } catch (const nlohmann::json::exception& error) {
+    detail::bad_weights_file(file, std::string("its header is malformed: ") + error.what());
+  }
+  std::vector<std::string> missing;
+  for (const auto& w : weights) {
+    const auto it = entries.find(w.path);
+    if (it == entries.end()) {
+      missing.push_back(w.path);
+      continue;
+    }
+    if (it->second.shape != w.extents)
+      detail::bad_weights_file(file, "weight '" + w.path + "' has shape " + nlohmann::json(it->second.shape).dump() +
+                                         " in the file but " + nlohmann::json(w.extents).dump() + " in the model.");
+    const auto from = find_dtype(it->second.dtype);
+    const bool floating = with_dtype_at(*from, [](auto type) { return FloatingDType<typename decltype(type)::type>; });
+    if (it->second.dtype != w.dtype && !floating)
+      detail::bad_weights_file(file, "weight '" + w.path + "' is " + it->second.dtype + " in the file but " +
+                                         std::string(w.dtype) + " in the model.");
+  }
+  if (!missing.empty())
+    detail::bad_weights_file(file, "it lacks " + nlohmann::json(missing).dump() + " (a different model?).");
+  if (entries.size() != weights.size()) {
+    std::vector<std::string> unexpected;
+    for (const auto& [path, e] : entries) {
+      bool known = false;
+      for (const auto& w : weights) known = known || w.path == path;
+      if (!known) unexpected.push_back(path);
+    }
+    detail::bad_weights_file(file, "it has weights the model does not: " + nlohmann::json(unexpected).dump() + ".");
+  }
+  for (const auto& w : weights) {
+    const auto& e = entries.at(w.path);
+    w.load(e.dtype, e.bytes);
+  }
+}
+
+/// A handle on a compile-time model's weight (a Tensor-backed AutoCastVariable).
+template <class Weight>
+weight_handle handle_of(std::string path, Weight& weight) {
+  using V = typename Weight::true_dtype;
+  const auto& value = weight.value();
+  return {std::move(path), dtype_name_v<V>, weight.shape(), std::as_bytes(value.values()),
+          detail::loader<V>(value.size(), [&weight](std::vector<V> values) {
+            weight.reset(typename Weight::value_type(std::move(values)));
+          })};
+}
+
+}  // namespace mixprec

@@ -1,0 +1,279 @@
+// Compile-time Sequential, the runtime model built from configs, and weight files.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/layers.hpp>
+#include <mixprec/models.hpp>
+#include <mixprec/runtime.hpp>
+
+using namespace mixprec;
+
+namespace {
+
+template <class T, std::size_t... E>
+Tensor<T, E...> ramp(std::size_t batch) {
+  Tensor<T, E...> t(batch);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = cast<T>(0.01 * static_cast<double>(i % 97) - 0.4);
+  return t;
+}
+
+/// A temporary file removed at the end of the scope.
+struct temp_file {
+  std::string path;
+  explicit temp_file(const char* name) : path((std::filesystem::temp_directory_path() / name).string()) {}
+  ~temp_file() { std::remove(path.c_str()); }
+};
+
+using seed_model = Sequential<policies::mixed_float16, Input<100>, Dense<10>, Dense<10>,
+                              Activation<activations::softmax, policies::float32>>;
+using cnn = Sequential<policies::mixed_bfloat16, Input<12, 12, 3>, Conv2D<8, 3, 3, activations::relu, padding::same>,
+                       MaxPooling2D<2>, BatchNormalization<>, Conv2D<4, 3, 3, activations::relu>, Flatten<>,
+                       Dropout<>, Dense<10>, Softmax<policies::float32>>;
+
+std::vector<std::uint16_t> bits(const Tensor<float, dynamic, 10>& y) {
+  std::vector<std::uint16_t> b;
+  for (float v : y.values()) b.push_back(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v) >> 16));
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("seed 000: the model policy applies to layers without their own; the float32 softmax keeps its own") {
+  seed_model model;
+  static_assert(std::is_same_v<seed_model::output_type, Tensor<float, dynamic, 10>>);
+  using layers = seed_model::layer_types;
+  static_assert(std::is_same_v<std::tuple_element_t<0, layers>::policy, policies::mixed_float16>);
+  static_assert(std::is_same_v<std::tuple_element_t<1, layers>::compute_dtype, float16>);
+  static_assert(std::is_same_v<std::tuple_element_t<2, layers>::policy, policies::float32>);
+  const auto y = model(ramp<float, dynamic, 100>(8));
+  static_assert(std::is_same_v<decltype(y), const Tensor<float, dynamic, 10>>);
+  CHECK(y.batch() == 8);
+  for (std::size_t r = 0; r < 8; ++r) {
+    double total = 0;
+    for (float p : y.row(r)) total += p;
+    CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+  }
+  CHECK(model.layer<0>().name() == "dense");
+  CHECK(model.layer<1>().name() == "dense_1");
+  CHECK(model.layer<0>().dtype_policy() == DTypePolicy("mixed_float16"));
+  static_assert(std::is_same_v<decltype(model.layer<0>().kernel.value()), const Tensor<float, dynamic, 10>&>);
+  CHECK(model.parameter_count() == 100 * 10 + 10 + 10 * 10 + 10);
+}
+
+TEST_CASE("a float64 model (seed 000) and the infer policy") {
+  Sequential<policies::float64, Input<100>, Dense<10>, Dense<10>, Activation<activations::softmax>> wide;
+  static_assert(std::is_same_v<decltype(wide)::output_type, Tensor<double, dynamic, 10>>);
+  CHECK(wide(ramp<float, dynamic, 100>(2)).batch() == 2);
+
+  // The deprecated infer policy: every layer computes in its input's dtype.
+  Sequential<InferPolicy, InputOf<bfloat16, 6>, Dense<4>, Dense<3, policies::float32>, Dense<2>> inferred;
+  using layers = decltype(inferred)::layer_types;
+  static_assert(std::is_same_v<std::tuple_element_t<0, layers>::policy, policies::bfloat16>);
+  static_assert(std::is_same_v<std::tuple_element_t<2, layers>::policy, policies::float32>);  // follows float32 input
+  static_assert(std::is_same_v<decltype(inferred)::output_type, Tensor<float, dynamic, 2>>);
+  CHECK(inferred(ramp<bfloat16, dynamic, 6>(3)).batch() == 3);
+}
+
+TEST_CASE("a jmp-style model policy casts the model's output to its output dtype") {
+  Sequential<Policy<bfloat16, float, float>, Input<8>, Dense<4>> model;
+  static_assert(std::is_same_v<std::tuple_element_t<0, decltype(model)::layer_types>::compute_dtype, bfloat16>);
+  static_assert(std::is_same_v<decltype(model)::output_type, Tensor<float, dynamic, 4>>);
+  const auto y = model(ramp<float, dynamic, 8>(2));
+  for (float v : y.values()) CHECK(bfloat16(v).to_bits() == std::bit_cast<std::uint32_t>(v) >> 16);  // bfloat16 values
+}
+
+TEST_CASE("weights exist from construction; configured layers keep their settings") {
+  Sequential<policies::float32, Input<4>, Dense<3>, Dropout<>> model(Dense<3>("logits"), Dropout<>(0.3));
+  CHECK(model.layer<0>().name() == "logits");
+  CHECK(model.layer<1>().rate() == 0.3);
+  CHECK(model.layer<0>().kernel.shape() == std::vector<std::size_t>{4, 3});
+  std::ostringstream summary;
+  summary << model;
+  CHECK(summary.str().find("logits  float32  15 parameters") != std::string::npos);
+}
+
+TEST_CASE("training mode reaches BatchNormalization and Dropout") {
+  cnn model;
+  const auto x = ramp<float, dynamic, 12, 12, 3>(4);
+  const auto before = model.layer<2>().moving_mean.value();
+  model.training_call(x);
+  CHECK_FALSE(model.layer<2>().moving_mean.value() == before);
+  const auto a = model(x), b = model(x);
+  CHECK(a == b);  // inference is deterministic
+}
+
+TEST_CASE("the runtime model equals the compile-time model bit for bit (same weights, same policies)") {
+  cnn compile_time;
+  RuntimeModel runtime = RuntimeModel::from_config(compile_time.get_config());
+  temp_file file("mixprec_test_equal.weights");
+  compile_time.save_weights(file.path);
+  runtime.load_weights(file.path);
+  const auto x = ramp<float, dynamic, 12, 12, 3>(5);
+  const auto expected = compile_time(x);
+  const AnyTensor got = runtime(x);
+  CHECK(got.dtype() == "float32");
+  CHECK(got.extents() == std::vector<std::size_t>{5, 10});
+  const auto values = got.values<float>();
+  for (std::size_t i = 0; i < expected.size(); ++i) REQUIRE(std::bit_cast<std::uint32_t>(values[i]) == std::bit_cast<std::uint32_t>(expected[i]));
+  // Without the file too: both draw the same initial weights from the same weight paths.
+  seed_model fresh;
+  RuntimeModel fresh_runtime({100}, {layer_configs::dense(10, "linear", "mixed_float16"),
+                                     layer_configs::dense(10, "linear", "mixed_float16"),
+                                     layer_configs::activation("softmax", "float32")});
+  const auto input = ramp<float, dynamic, 100>(3);
+  CHECK(bits(fresh(input)) == bits(fresh_runtime(input).to_tensor<float, dynamic, 10>()));
+}
+
+TEST_CASE("runtime layers take policies from strings, DTypePolicy values, serialized dicts, a map, or the global") {
+  DTypePolicyMap map(DTypePolicy("float64"));
+  map.set("net/dense_1", "mixed_bfloat16");
+  map.set("net/head_.*", DTypePolicy("float16"));
+  RuntimeModel model({6},
+                     {layer_configs::dense(5, "relu", DTypePolicy("mixed_float16")), layer_configs::dense(4),
+                      layer_configs::dense(3, "tanh", dtype_policies::serialize(DTypePolicy("bfloat16")), "head_a"),
+                      layer_configs::dense(2, "linear", nullptr, "head_b"), layer_configs::dense(2)},
+                     "net", map);
+  CHECK(model.layer(0).dtype_policy().name() == "mixed_float16");
+  CHECK(model.layer(1).dtype_policy().name() == "mixed_bfloat16");  // by exact path
+  CHECK(model.layer(2).dtype_policy().name() == "bfloat16");        // its own dtype wins over the map
+  CHECK(model.layer(3).dtype_policy().name() == "float16");         // by regex
+  CHECK(model.layer(4).dtype_policy().name() == "float64");         // the map's default
+  CHECK(model(ramp<float, dynamic, 6>(2)).dtype() == "float64");
+  {
+    policy_scope scope("mixed_bfloat16");
+    RuntimeModel global({6}, {layer_configs::dense(2)});
+    CHECK(global.layer(0).dtype_policy().name() == "mixed_bfloat16");
+    CHECK(global(ramp<float, dynamic, 6>(1)).dtype() == "bfloat16");
+  }
+}
+
+TEST_CASE("Keras JSON configs: Keras 3 and tf.keras 2.x, and the round trip") {
+  const auto keras3 = nlohmann::json::parse(R"({
+    "module": "keras", "class_name": "Sequential", "config": {"name": "mlp", "trainable": true, "layers": [
+      {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 784], "dtype": "float32", "sparse": false, "name": "input_layer"}, "registered_name": null},
+      {"module": "keras.layers", "class_name": "Dense", "config": {"name": "hidden", "trainable": true,
+        "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "mixed_bfloat16"}, "registered_name": null},
+        "units": 32, "activation": "relu", "use_bias": true, "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null}, "registered_name": null},
+        "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null},
+        "kernel_regularizer": null, "bias_regularizer": null, "kernel_constraint": null, "bias_constraint": null}, "registered_name": null, "build_config": {"input_shape": [null, 784]}},
+      {"module": "keras.layers", "class_name": "Dense", "config": {"name": "logits", "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "units": 10, "activation": "softmax"}}
+    ]}, "registered_name": null})");
+  auto model = RuntimeModel::from_config(keras3);
+  CHECK(model.name() == "mlp");
+  CHECK(model.input_shape() == std::vector<std::size_t>{784});
+  CHECK(model.output_shape() == std::vector<std::size_t>{10});
+  CHECK(model.layer("hidden").dtype_policy() == DTypePolicy("mixed_bfloat16"));
+
+  const auto tf2 = nlohmann::json::parse(R"({"class_name": "Sequential", "config": {"name": "old", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 28, 28, 1], "dtype": "float32", "sparse": false, "ragged": false, "name": "input_1"}},
+      {"class_name": "Conv2D", "config": {"name": "conv2d", "dtype": {"class_name": "Policy", "config": {"name": "mixed_float16"}}, "filters": 4, "kernel_size": [3, 3], "strides": [1, 1], "padding": "valid", "data_format": "channels_last", "dilation_rate": [1, 1], "groups": 1, "activation": "relu", "use_bias": true}},
+      {"class_name": "MaxPooling2D", "config": {"name": "pool", "dtype": "float32", "pool_size": [2, 2], "padding": "valid", "strides": [2, 2], "data_format": "channels_last"}},
+      {"class_name": "Flatten", "config": {"name": "flatten", "dtype": {"class_name": "PolicyV1", "config": {"name": "mixed_float16", "loss_scale": "dynamic"}}, "data_format": "channels_last"}},
+      {"class_name": "Dense", "config": {"name": "out", "dtype": "float32", "units": 10, "activation": "linear"}}]}})");
+  auto old = RuntimeModel::from_config(tf2);
+  CHECK(old.output_shape() == std::vector<std::size_t>{10});
+  CHECK(old.layer("conv2d").dtype_policy() == DTypePolicy("mixed_float16"));
+  CHECK(old.layer("flatten").dtype_policy() == DTypePolicy("mixed_float16"));
+  CHECK(old(ramp<float, dynamic, 28, 28, 1>(2)).extents() == std::vector<std::size_t>{2, 10});
+
+  // Round trip: the rebuilt model has the same config and computes the same.
+  auto again = RuntimeModel::from_config(old.get_config());
+  CHECK(again.get_config() == old.get_config());
+  const auto x = ramp<float, dynamic, 28, 28, 1>(2);
+  CHECK(again(x).values<float>()[3] == old(x).values<float>()[3]);
+}
+
+TEST_CASE("bad runtime configs are clear errors naming the layer") {
+  using layer_configs::dense;
+  const auto error = [](auto&& build) -> std::string {
+    try {
+      build();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(error([] { RuntimeModel({4}, {dense(3), dense(0)}); }) ==
+        "layer 2 ('dense_1', Dense): 'units' must be a positive integer; got 0.");
+  CHECK(error([] { RuntimeModel({4}, {dense(3), nlohmann::json{{"class_name", "Dense"}, {"config", {{"units", -2}}}}}); }) ==
+        "layer 2 ('dense_1', Dense): 'units' must be a positive integer; got -2.");
+  CHECK(error([] { RuntimeModel({4}, {layer_configs::layer("LSTM", nlohmann::json::object(), {}, "rnn")}); })
+            .starts_with("layer 1 ('rnn', LSTM): unknown layer class."));
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "mixed_float15")}); })
+            .starts_with("layer 1 ('dense', Dense): bad dtype policy: Cannot convert 'mixed_float15'"));
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int8_from_float32")}); })
+            .starts_with("layer 1 ('dense', Dense): the dtype policy 'int8_from_float32' is not supported"));
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int32")}); }).find("'int32' is not supported") != std::string::npos);
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "swish")}); }).starts_with("layer 1 ('dense', Dense): unknown activation 'swish'"));
+  CHECK(error([] { RuntimeModel({4}, {layer_configs::conv2d(2, 3, 3)}); })
+            .starts_with("layer 1 ('conv2d', Conv2D): Conv2D needs inputs of shape (batch, height, width, channels)"));
+  CHECK(error([] { RuntimeModel({2, 2, 1}, {layer_configs::conv2d(2, 3, 3)}); }).find("does not fit") != std::string::npos);
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", nullptr, "same"), dense(3, "linear", nullptr, "same")}); })
+            .find("the name 'same' is already used") != std::string::npos);
+  CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Functional"}}); }).starts_with("Invalid Sequential config"));
+  CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Sequential"}, {"config", {{"layers", {dense(3)}}}}}); })
+            .find("no input shape") != std::string::npos);
+  RuntimeModel model({4}, {dense(3)});
+  CHECK(error([&] { model(Tensor<float, dynamic, 5>(2)); }) == "RuntimeModel 'sequential' expects inputs of shape (batch, 4); got (batch, 5).");
+}
+
+TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change nothing") {
+  using model_type = Sequential<policies::mixed_bfloat16, Input<5>, Dense<4>, BatchNormalization<>, Dense<2>>;
+  model_type source;
+  source.training_call(ramp<float, dynamic, 5>(7));  // moves the BatchNormalization statistics
+  temp_file file("mixprec_test_roundtrip.weights");
+  source.save_weights(file.path);
+
+  model_type target(Dense<4>("dense"), BatchNormalization<>(), Dense<2>("other_name_same_shape"));
+  CHECK_THROWS_WITH_AS(target.load_weights(file.path), doctest::Contains("lacks [\"other_name_same_shape/kernel\",\"other_name_same_shape/bias\"]"),
+                       std::invalid_argument);
+  model_type copy;
+  const auto untouched = copy.layer<0>().kernel.value();
+  // Truncated, corrupted, not a weights file, wrong shapes: all rejected, nothing changed.
+  std::ifstream in(file.path, std::ios::binary);
+  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto write = [](const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; };
+  temp_file bad("mixprec_test_bad.weights");
+  write(bad.path, content.substr(0, content.size() - 3));
+  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("truncated"), std::invalid_argument);
+  std::string flipped = content;
+  flipped[flipped.size() - 5] = static_cast<char>(flipped[flipped.size() - 5] ^ 0x10);
+  write(bad.path, flipped);
+  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("corrupted (checksum mismatch)"), std::invalid_argument);
+  write(bad.path, "definitely not weights");
+  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("not a mixprec weights file"), std::invalid_argument);
+  write(bad.path, content.substr(0, 20));
+  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("runs past the end"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(copy.load_weights("/nonexistent/dir/x.weights"), doctest::Contains("cannot be opened"), std::invalid_argument);
+  Sequential<policies::float32, Input<6>, Dense<4>, BatchNormalization<>, Dense<2>> wider;
+  CHECK_THROWS_WITH_AS(wider.load_weights(file.path), doctest::Contains("has shape [5,4] in the file but [6,4] in the model"),
+                       std::invalid_argument);
+  CHECK(copy.layer<0>().kernel.value() == untouched);
+
+  copy.load_weights(file.path);
+  source.for_each_weight([&](const std::string& path, const auto& w) {
+    bool found = false;
+    copy.for_each_weight([&](const std::string& other_path, const auto& v) {
+      if (other_path != path) return;
+      found = true;
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(w)>, std::remove_cvref_t<decltype(v)>>) CHECK(w.value() == v.value());
+    });
+    CHECK(found);
+  });
+  const auto x = ramp<float, dynamic, 5>(3);
+  CHECK(source(x) == copy(x));
+
+  // A file saved from a float64 model loads into a float32 one, rounded once.
+  Sequential<policies::float64, Input<5>, Dense<4>, BatchNormalization<>, Dense<2>> wide;
+  temp_file wide_file("mixprec_test_wide.weights");
+  wide.save_weights(wide_file.path);
+  copy.load_weights(wide_file.path);
+  CHECK(copy.layer<0>().kernel.value()[3] == static_cast<float>(wide.layer<0>().kernel.value()[3]));
+}
