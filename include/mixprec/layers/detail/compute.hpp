@@ -48,6 +48,18 @@ inline kernels::activation to_kernel_activation(activation_kind kind) {
   }
 }
 
+/// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
+/// the next call: layers' temporaries (GEMM accumulators, im2col columns) are then allocated
+/// once per thread instead of once per call. Its contents are whatever the last user left.
+template <class T, class Purpose>
+std::span<T> scratch_buffer(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return std::span(buffer).first(n);
+}
+struct dense_accumulator;
+struct conv2d_columns;
+
 /// y = act(x), element-wise (softmax: over rows of `cols`).
 template <class C>
 void activate(activation_kind kind, std::span<const C> x, std::span<C> y, std::size_t cols) {
@@ -88,7 +100,12 @@ void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::
     if (!bias.empty()) kernels::bias_add<double>(y, bias);
     activate<double>(kind, y, y, units);
   } else {
-    std::vector<float> acc(rows * units);
+    // float32 accumulates straight into y (the epilogue then runs in place); 16-bit dtypes need
+    // a float32 accumulator, which is reused from call to call.
+    const std::span<float> acc = [&] {
+      if constexpr (std::is_same_v<C, float>) return y;
+      else return scratch_buffer<float, dense_accumulator>(rows * units);
+    }();
     kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
                   units, 0.0f, acc.data(), units);
     dense_epilogue<C>(acc, bias, kind, y, units);
@@ -146,7 +163,7 @@ template <LayerComputeDType C>
 void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<const C> kernel, std::span<const C> bias,
                     std::size_t filters, activation_kind kind, std::span<C> y) {
   const std::size_t rows = g.batch * g.out_height() * g.out_width();
-  std::vector<C> columns(rows * g.patch());
+  const std::span<C> columns = scratch_buffer<C, conv2d_columns>(rows * g.patch());
   im2col<C>(x, g, columns);
   dense_forward<C>(columns, rows, g.patch(), kernel, bias, filters, kind, y);
 }
