@@ -1,11 +1,15 @@
 // Forward passes: an MLP 784-1024-1024-10 (batch 256) and a small CNN (batch 64) under float32,
 // mixed_bfloat16 and mixed_float16, as a compile-time Sequential and hand-written on the same
-// kernels with preallocated buffers (the abstraction's cost), and the runtime model.
+// kernels with preallocated buffers (the abstraction's cost), and the runtime model; and a
+// weight read inside call against summing a plain buffer (a same-dtype read costs nothing).
 // benchmarks/torch_models.py times the same networks in PyTorch.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <vector>
 
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers.hpp>
 #include <mixprec/models.hpp>
 
@@ -31,6 +35,10 @@ X input(std::size_t batch) {
   return x;
 }
 
+/// The benchmark's argument is the kernels' thread count: 1 shows the abstraction's cost without
+/// the scheduling noise of a thread pool on a shared machine, 2 uses both cores.
+void use_threads(const benchmark::State& state) { kernels::set_num_threads(static_cast<std::size_t>(state.range(0))); }
+
 void set_flops(benchmark::State& state, double flops_per_pass) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops_per_pass * 1e-9 * static_cast<double>(state.iterations()),
                                                  benchmark::Counter::kIsRate);
@@ -40,6 +48,7 @@ constexpr double mlp_flops = 2.0 * mlp_batch * (784.0 * 1024 + 1024.0 * 1024 + 1
 
 template <class P>
 void BM_mlp_sequential(benchmark::State& state) {
+  use_threads(state);
   mlp<P> model;
   const auto x = input<Tensor<float, dynamic, 784>>(mlp_batch);
   for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
@@ -50,6 +59,7 @@ void BM_mlp_sequential(benchmark::State& state) {
 /// compute dtype, one conversion of the input.
 template <class P>
 void BM_mlp_handwritten(benchmark::State& state) {
+  use_threads(state);
   using C = typename P::compute_dtype;
   mlp<P> model;  // only for its weights
   const auto& l0 = model.template layer<0>();
@@ -79,6 +89,7 @@ void BM_mlp_handwritten(benchmark::State& state) {
 
 template <class P>
 void BM_mlp_runtime_model(benchmark::State& state) {
+  use_threads(state);
   RuntimeModel model = RuntimeModel::from_config(mlp<P>().get_config());
   const auto x = input<Tensor<float, dynamic, 784>>(mlp_batch);
   const AnyTensor any(x);
@@ -91,6 +102,7 @@ constexpr double cnn_flops = 2.0 * cnn_batch * (26.0 * 26 * 32 * 9 + 11.0 * 11 *
 
 template <class P>
 void BM_cnn_sequential(benchmark::State& state) {
+  use_threads(state);
   cnn<P> model;
   const auto x = input<Tensor<float, dynamic, 28, 28, 1>>(cnn_batch);
   for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
@@ -100,6 +112,7 @@ void BM_cnn_sequential(benchmark::State& state) {
 /// The CNN hand-written on the kernels, every buffer allocated once.
 template <class P>
 void BM_cnn_handwritten(benchmark::State& state) {
+  use_threads(state);
   using C = typename P::compute_dtype;
   cnn<P> model;  // only for its weights
   const auto x = input<Tensor<float, dynamic, 28, 28, 1>>(cnn_batch);
@@ -136,22 +149,64 @@ void BM_cnn_handwritten(benchmark::State& state) {
   set_flops(state, cnn_flops);
 }
 
+/// A layer whose call reads one 4096-float weight through the call context and sums it: when the
+/// compute dtype is the variable dtype the read is a reference, so this must run as fast as
+/// summing a plain buffer (BM_weight_read_plain_buffer).
+template <class Policy>
+struct WeightSum : Layer<WeightSum<Policy>, Policy> {
+  using base = Layer<WeightSum<Policy>, Policy>;
+  typename base::template weight_t<4096> w;
+  template <class X>
+  void build(const X&) {
+    w = this->template add_weight<4096>("w", initializers::ones{});
+  }
+  template <class X>
+  float call(const call_context<Policy>& context, const X&) {
+    return sum<typename base::compute_dtype>(context.read(w).values());
+  }
+  template <class Self>
+  static auto weights_of(Self& self) {
+    return std::tie(self.w);
+  }
+};
+
+void BM_weight_read_in_call(benchmark::State& state) {
+  WeightSum<policies::float32> layer;
+  const Tensor<float, 1> x({0.0f});
+  for (auto _ : state) benchmark::DoNotOptimize(layer(x));
+}
+
+void BM_weight_read_plain_buffer(benchmark::State& state) {
+  const std::vector<float> w(4096, 1.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(sum(std::span<const float>(w)));
+}
+
+/// Threads 1 and 2, and a "min" statistic for --benchmark_repetitions: on a shared machine the
+/// fastest repetition is the best estimate of a pass's own cost (the others add interference).
+void model_settings(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+  b->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+}
+
 }  // namespace
 
-BENCHMARK(BM_mlp_sequential<policies::float32>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_handwritten<policies::float32>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_runtime_model<policies::float32>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_sequential<policies::mixed_bfloat16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_handwritten<policies::mixed_bfloat16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_runtime_model<policies::mixed_bfloat16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_sequential<policies::mixed_float16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_handwritten<policies::mixed_float16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_mlp_runtime_model<policies::mixed_float16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_sequential<policies::float32>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_handwritten<policies::float32>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_sequential<policies::mixed_bfloat16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_handwritten<policies::mixed_bfloat16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_sequential<policies::mixed_float16>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cnn_handwritten<policies::mixed_float16>)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_mlp_sequential<policies::float32>)->Apply(model_settings);
+BENCHMARK(BM_mlp_handwritten<policies::float32>)->Apply(model_settings);
+BENCHMARK(BM_mlp_runtime_model<policies::float32>)->Apply(model_settings);
+BENCHMARK(BM_mlp_sequential<policies::mixed_bfloat16>)->Apply(model_settings);
+BENCHMARK(BM_mlp_handwritten<policies::mixed_bfloat16>)->Apply(model_settings);
+BENCHMARK(BM_mlp_runtime_model<policies::mixed_bfloat16>)->Apply(model_settings);
+BENCHMARK(BM_mlp_sequential<policies::mixed_float16>)->Apply(model_settings);
+BENCHMARK(BM_mlp_handwritten<policies::mixed_float16>)->Apply(model_settings);
+BENCHMARK(BM_mlp_runtime_model<policies::mixed_float16>)->Apply(model_settings);
+BENCHMARK(BM_cnn_sequential<policies::float32>)->Apply(model_settings);
+BENCHMARK(BM_cnn_handwritten<policies::float32>)->Apply(model_settings);
+BENCHMARK(BM_cnn_sequential<policies::mixed_bfloat16>)->Apply(model_settings);
+BENCHMARK(BM_cnn_handwritten<policies::mixed_bfloat16>)->Apply(model_settings);
+BENCHMARK(BM_cnn_sequential<policies::mixed_float16>)->Apply(model_settings);
+BENCHMARK(BM_cnn_handwritten<policies::mixed_float16>)->Apply(model_settings);
+
+BENCHMARK(BM_weight_read_in_call);
+BENCHMARK(BM_weight_read_plain_buffer);
 
 BENCHMARK_MAIN();

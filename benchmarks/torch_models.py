@@ -7,13 +7,15 @@ Prints one line per case: name, milliseconds per pass, GFLOP/s. Exits 0 with a n
 is not installed (Debian: python3-torch).
 """
 import sys
-import time
+import warnings
 
 try:
     import torch
 except ImportError:
     print("torch_models: python3-torch is not installed; no PyTorch column")
     sys.exit(0)
+
+from timing import seconds_per_call, set_threads  # noqa: E402 (after the torch check)
 
 MLP_FLOPS = 2.0 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
 CNN_FLOPS = 2.0 * 64 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10)
@@ -35,19 +37,14 @@ def seconds_per_pass(model, x, dtype):
     with torch.no_grad():
         context = torch.autocast("cpu", dtype=dtype) if dtype is not None else torch.no_grad()
         with context:
-            for _ in range(3):
-                model(x)
-            runs, start = 0, time.perf_counter()
-            while time.perf_counter() - start < 1.0:
-                model(x)
-                runs += 1
-    return (time.perf_counter() - start) / runs
+            return seconds_per_call(lambda: model(x))
 
 
 def main():
+    warnings.filterwarnings("ignore", message="In CPU autocast")  # we report it as unsupported
     cases = [("mlp", mlp(), torch.rand(256, 784), MLP_FLOPS), ("cnn", cnn(), torch.rand(64, 1, 28, 28), CNN_FLOPS)]
     for threads in (1, 2):
-        torch.set_num_threads(threads)
+        set_threads(threads)
         for name, model, x, flops in cases:
             for label, dtype in (("float32", None), ("autocast_bfloat16", torch.bfloat16), ("autocast_float16", torch.float16)):
                 try:
