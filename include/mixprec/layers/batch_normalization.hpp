@@ -82,7 +82,7 @@ class BatchNormalization : public Layer<BatchNormalization<Options...>, policy_o
   output_t<X> call(const call_context<policy>& context, const X& x) {
     static_assert(std::is_same_v<typename X::dtype, compute_dtype>,
                   "BatchNormalization with no_autocast received inputs in another dtype than its compute dtype.");
-    output_t<X> y(x.batch());
+    output_t<X> y(x.batch(), uninitialized);
     detail::batch_norm_call<compute_dtype, statistics_dtype>(x.values(), X::shape_type::extents[X::rank - 1], gamma,
                                                             beta, moving_mean, moving_variance, context.training(),
                                                             momentum_, epsilon_, y.values());

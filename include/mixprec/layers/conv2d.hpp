@@ -107,7 +107,7 @@ class Conv2D : public Layer<Conv2D<Filters, KernelHeight, KernelWidth, Options..
     static_assert(std::is_same_v<typename X::dtype, compute_dtype>,
                   "Conv2D with no_autocast received inputs in another dtype than its compute dtype: convert them "
                   "first.");
-    output_t<X> y(x.batch());
+    output_t<X> y(x.batch(), uninitialized);
     std::span<const compute_dtype> bias_values;
     if constexpr (use_bias) bias_values = context.read(bias).values();
     detail::conv2d_forward<compute_dtype>(

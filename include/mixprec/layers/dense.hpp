@@ -111,7 +111,7 @@ class Dense : public Layer<Dense<Units, Options...>, policy_option_t<Options...>
                   "first (tensor_cast<compute_dtype>(x)).");
     constexpr std::size_t in = std::array<std::size_t, sizeof...(E)>{E...}.back();
     const std::size_t rows = x.size() / in;
-    output_t<Tensor<T, E...>> y(x.batch());
+    output_t<Tensor<T, E...>> y(x.batch(), uninitialized);
     std::span<const compute_dtype> bias_values;
     if constexpr (use_bias) bias_values = context.read(bias).values();
     detail::dense_forward<compute_dtype>(x.values(), rows, in, context.read(kernel).values(), bias_values, Units,

@@ -49,7 +49,7 @@ class MaxPooling2D : public Layer<MaxPooling2D<PoolHeight, PoolWidth, Options...
     static_assert(!std::is_void_v<output_t<X>>,
                   "MaxPooling2D needs inputs of shape (batch, height, width, channels) at least as large as its pool "
                   "(with padding::valid).");
-    output_t<X> y(x.batch());
+    output_t<X> y(x.batch(), uninitialized);
     detail::max_pool2d<typename X::dtype>(
         x.values(), detail::geometry_of(x, PoolHeight, PoolWidth, stride::height, stride::width, padding_mode::pads),
         y.values());

@@ -12,11 +12,14 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <ostream>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <mixprec/core/cast.hpp>
@@ -26,6 +29,41 @@
 namespace mixprec {
 
 inline constexpr std::size_t dynamic = static_cast<std::size_t>(-1);
+
+namespace detail {
+/// std::allocator, except that a value-less construct() default-initializes: for trivial
+/// element types, sizing a vector leaves the elements uninitialized instead of zeroing them.
+template <class T>
+struct default_init_allocator : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = default_init_allocator<U>;
+  };
+  default_init_allocator() = default;
+  template <class U>
+  default_init_allocator(const default_init_allocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
+/// The storage of tensors' values: a std::vector whose size constructor does not zero trivial
+/// elements, so that a buffer a kernel is about to overwrite costs no memset.
+template <class T>
+using value_buffer = std::vector<T, detail::default_init_allocator<T>>;
+
+/// Tag for a tensor whose values the caller overwrites before reading (no zero fill).
+struct uninitialized_t {
+  explicit uninitialized_t() = default;
+};
+inline constexpr uninitialized_t uninitialized{};
 
 /// A list of extents as a type: shape<dynamic, 28, 28, 1>.
 template <std::size_t... Extents>
@@ -64,13 +102,18 @@ class Tensor {
   explicit Tensor(std::size_t batch)
     requires batched
       : batch_(batch), values_(batch * row_size, cast<T>(0)) {}
+  /// A batch whose values are left uninitialized, for outputs a kernel fills.
+  Tensor(std::size_t batch, uninitialized_t)
+    requires batched
+      : batch_(batch), values_(batch * row_size) {}
   /// From values in row-major order; their number must match the shape.
-  explicit Tensor(std::vector<T> values) : batch_(batched ? values.size() / row_size : 1), values_(std::move(values)) {
+  explicit Tensor(value_buffer<T> values) : batch_(batched ? values.size() / row_size : 1), values_(std::move(values)) {
     if (values_.size() != batch_ * row_size)
       throw std::invalid_argument("Tensor: " + std::to_string(values_.size()) + " values do not fill a whole number of " +
                                   std::to_string(row_size) + "-element rows.");
   }
-  Tensor(std::initializer_list<T> values) : Tensor(std::vector<T>(values)) {}
+  explicit Tensor(const std::vector<T>& values) : Tensor(value_buffer<T>(values.begin(), values.end())) {}
+  Tensor(std::initializer_list<T> values) : Tensor(value_buffer<T>(values)) {}
 
   /// The extent of dimension i (the batch size for a dynamic first extent).
   std::size_t extent(std::size_t i) const { return i == 0 && batched ? batch_ : shape_type::extents[i]; }
@@ -97,7 +140,7 @@ class Tensor {
 
  private:
   std::size_t batch_ = 1;
-  std::vector<T> values_;
+  value_buffer<T> values_;
 };
 
 namespace detail {
@@ -124,7 +167,7 @@ using rebind_tensor_t = typename detail::rebind_tensor<std::remove_cvref_t<T>, T
 /// The tensor converted to another dtype (correctly rounded; vectorized where a kernel exists).
 template <class To, class T, std::size_t... E>
 Tensor<To, E...> tensor_cast(const Tensor<T, E...>& from) {
-  std::vector<To> values(from.size());
+  value_buffer<To> values(from.size());
   convert<T, To>(from.values(), std::span(values));
   return Tensor<To, E...>(std::move(values));
 }
@@ -157,7 +200,7 @@ auto elementwise(const A& a, const B& b, Op op, const char* name) {
     if (!broadcasts_over_batch<A, B>::value && a.size() != b.size())
       throw std::invalid_argument(std::string("Tensor ") + name + ": batch sizes differ (" +
                                   std::to_string(a.batch()) + " and " + std::to_string(b.batch()) + ").");
-    std::vector<typename A::dtype> values(a.size());
+    value_buffer<typename A::dtype> values(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) values[i] = op(a[i], b[i % b.size()]);
     return A(std::move(values));
   }

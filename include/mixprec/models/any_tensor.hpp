@@ -22,12 +22,12 @@ namespace mixprec {
 
 class AnyTensor {
  public:
-  using storage = std::variant<std::vector<float16>, std::vector<bfloat16>, std::vector<float>, std::vector<double>>;
+  using storage = std::variant<value_buffer<float16>, value_buffer<bfloat16>, value_buffer<float>, value_buffer<double>>;
 
-  AnyTensor() : values_(std::vector<float>{}) {}
+  AnyTensor() : values_(value_buffer<float>{}) {}
   /// extents include the batch: {batch, 784}.
   template <class T>
-  AnyTensor(std::vector<std::size_t> extents, std::vector<T> values)
+  AnyTensor(std::vector<std::size_t> extents, value_buffer<T> values)
       : extents_(std::move(extents)), values_(std::move(values)) {
     const std::size_t expected = std::accumulate(extents_.begin(), extents_.end(), std::size_t{1}, std::multiplies<>());
     if (expected != size())
@@ -37,7 +37,7 @@ class AnyTensor {
   /// From a compile-time tensor.
   template <class T, std::size_t... E>
   explicit AnyTensor(const Tensor<T, E...>& tensor)
-      : AnyTensor(extents_of(tensor), std::vector<T>(tensor.values().begin(), tensor.values().end())) {}
+      : AnyTensor(extents_of(tensor), value_buffer<T>(tensor.values().begin(), tensor.values().end())) {}
 
   const std::vector<std::size_t>& extents() const { return extents_; }
   std::size_t batch() const { return extents_.empty() ? 1 : extents_[0]; }
@@ -50,22 +50,22 @@ class AnyTensor {
   }
   template <class T>
   bool holds() const {
-    return std::holds_alternative<std::vector<T>>(values_);
+    return std::holds_alternative<value_buffer<T>>(values_);
   }
   /// The values, when the dtype is T (std::invalid_argument otherwise).
   template <class T>
   std::span<const T> values() const {
     if (!holds<T>())
       throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + ", not " + std::string(dtype_name_v<T>) + ".");
-    return std::get<std::vector<T>>(values_);
+    return std::get<value_buffer<T>>(values_);
   }
   /// The values converted to T (correctly rounded; a plain copy when the dtype is T).
   template <class T>
-  std::vector<T> values_as() const {
+  value_buffer<T> values_as() const {
     return std::visit(
         [](const auto& v) {
           using From = typename std::remove_cvref_t<decltype(v)>::value_type;
-          std::vector<T> out(v.size());
+          value_buffer<T> out(v.size());
           convert<From, T>(std::span<const From>(v), std::span(out));
           return out;
         },

@@ -69,7 +69,7 @@ class RuntimeLayer {
         values = converted;
       }
     }
-    std::vector<C> converted;
+    value_buffer<C> converted;
     std::span<const C> values;
   };
 
@@ -134,7 +134,7 @@ class RuntimeDense final : public RuntimeLayer {
   AnyTensor call(const AnyTensor& x, bool) override {
     const compute_input<C> input(x);
     const std::size_t rows = x.size() / in_;
-    std::vector<C> y(rows * units_);
+    value_buffer<C> y(rows * units_);
     std::span<const C> bias;
     if (use_bias_) bias = bias_.compute_value().values();
     detail::dense_forward<C>(input.values, rows, in_, kernel_.compute_value().values(), bias, units_, activation_, y);
@@ -171,7 +171,7 @@ class RuntimeActivation final : public RuntimeLayer {
   }
   AnyTensor call(const AnyTensor& x, bool) override {
     const compute_input<C> input(x);
-    std::vector<C> y(x.size());
+    value_buffer<C> y(x.size());
     detail::activate<C>(activation_, input.values, y, cols_);
     return AnyTensor(x.extents(), std::move(y));
   }
@@ -239,7 +239,7 @@ class RuntimeConv2D final : public RuntimeLayer {
     const compute_input<C> input(x);
     const detail::conv_geometry g{x.batch(), input_[0], input_[1], input_[2], window_.height, window_.width,
                                   window_.stride_height, window_.stride_width, window_.same};
-    std::vector<C> y(g.batch * g.out_height() * g.out_width() * filters_);
+    value_buffer<C> y(g.batch * g.out_height() * g.out_width() * filters_);
     std::span<const C> bias;
     if (use_bias_) bias = bias_.compute_value().values();
     detail::conv2d_forward<C>(input.values, g, kernel_.compute_value().values(), bias, filters_, activation_, y);
@@ -279,7 +279,7 @@ class RuntimeMaxPooling2D final : public RuntimeLayer {
     const compute_input<C> input(x);
     const detail::conv_geometry g{x.batch(), input_[0], input_[1], input_[2], window_.height, window_.width,
                                   window_.stride_height, window_.stride_width, window_.same};
-    std::vector<C> y(g.batch * g.out_height() * g.out_width() * g.channels);
+    value_buffer<C> y(g.batch * g.out_height() * g.out_width() * g.channels);
     detail::max_pool2d<C>(input.values, g, y);
     return AnyTensor({g.batch, g.out_height(), g.out_width(), g.channels}, std::move(y));
   }
@@ -313,7 +313,7 @@ class RuntimeBatchNormalization final : public RuntimeLayer {
   }
   AnyTensor call(const AnyTensor& x, bool training) override {
     const compute_input<C> input(x);
-    std::vector<C> y(x.size());
+    value_buffer<C> y(x.size());
     detail::batch_norm_call<C, S>(input.values, channels_, gamma_, beta_, moving_mean_, moving_variance_, training,
                                   momentum_, epsilon_, std::span(y));
     return AnyTensor(x.extents(), std::move(y));

@@ -59,6 +59,9 @@ std::span<T> scratch_buffer(std::size_t n) {
 }
 struct dense_accumulator;
 struct conv2d_columns;
+struct max_pool_best;
+struct max_pool_input;
+struct max_pool_output;
 
 /// y = act(x), element-wise (softmax: over rows of `cols`).
 template <class C>
@@ -134,28 +137,39 @@ struct conv_geometry {
   std::size_t patch() const { return kernel_height * kernel_width * channels; }
 };
 
-/// im2col: one row per output pixel, holding its receptive field (kh, kw, c order, zero padded).
-template <class C>
-void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) {
-  const std::size_t oh = g.out_height(), ow = g.out_width(), patch = g.patch();
+/// Calls visit(output_pixel, window_slot, input_pixel) for every in-bounds input pixel of every
+/// output pixel's window: output pixels in NHW order, slots ky * kernel_width + kx, pixels as
+/// indices (element offsets are pixel * channels). Positions in "same" padding are skipped.
+template <class Visit>
+void for_each_window_pixel(const conv_geometry& g, Visit&& visit) {
+  const std::size_t oh = g.out_height(), ow = g.out_width();
   const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
   const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
-  std::fill(columns.begin(), columns.end(), cast<C>(0));
   for (std::size_t n = 0; n < g.batch; ++n)
     for (std::size_t oy = 0; oy < oh; ++oy)
       for (std::size_t ox = 0; ox < ow; ++ox) {
-        C* row = columns.data() + ((n * oh + oy) * ow + ox) * patch;
+        const std::size_t out = (n * oh + oy) * ow + ox;
         for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
           const std::size_t iy = oy * g.stride_height + ky;
           if (iy < top || iy - top >= g.height) continue;
           for (std::size_t kx = 0; kx < g.kernel_width; ++kx) {
             const std::size_t ix = ox * g.stride_width + kx;
             if (ix < left || ix - left >= g.width) continue;
-            const C* pixel = x.data() + ((n * g.height + (iy - top)) * g.width + (ix - left)) * g.channels;
-            std::copy(pixel, pixel + g.channels, row + (ky * g.kernel_width + kx) * g.channels);
+            visit(out, ky * g.kernel_width + kx, (n * g.height + (iy - top)) * g.width + (ix - left));
           }
         }
       }
+}
+
+/// im2col: one row per output pixel, holding its receptive field (kh, kw, c order, zero padded).
+template <class C>
+void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) {
+  const std::size_t patch = g.patch();
+  std::fill(columns.begin(), columns.end(), cast<C>(0));
+  for_each_window_pixel(g, [&](std::size_t out, std::size_t slot, std::size_t in) {
+    const C* pixel = x.data() + in * g.channels;
+    std::copy(pixel, pixel + g.channels, columns.data() + out * patch + slot * g.channels);
+  });
 }
 
 /// Conv2D, NHWC, kernel [kh, kw, in, filters]: im2col, then the Dense arithmetic.
@@ -168,35 +182,30 @@ void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<cons
   dense_forward<C>(columns, rows, g.patch(), kernel, bias, filters, kind, y);
 }
 
-/// MaxPooling2D, NHWC. A window holding a NaN gives NaN. "same" windows ignore the padding.
+/// MaxPooling2D, NHWC. A window holding a NaN gives its first NaN. "same" windows ignore the
+/// padding.
 template <class C>
 void max_pool2d(std::span<const C> x, const conv_geometry& g, std::span<C> y) {
-  const std::size_t oh = g.out_height(), ow = g.out_width();
-  const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
-  const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
-  for (std::size_t n = 0; n < g.batch; ++n)
-    for (std::size_t oy = 0; oy < oh; ++oy)
-      for (std::size_t ox = 0; ox < ow; ++ox)
-        for (std::size_t c = 0; c < g.channels; ++c) {
-          double best = -std::numeric_limits<double>::infinity();
-          C best_value = cast<C>(best);
-          for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
-            const std::size_t iy = oy * g.stride_height + ky;
-            if (iy < top || iy - top >= g.height) continue;
-            for (std::size_t kx = 0; kx < g.kernel_width; ++kx) {
-              const std::size_t ix = ox * g.stride_width + kx;
-              if (ix < left || ix - left >= g.width) continue;
-              const C v = x[((n * g.height + (iy - top)) * g.width + (ix - left)) * g.channels + c];
-              const double value = static_cast<double>(cast<double>(v));
-              if (std::isnan(value) || value > best || (value == best && std::isnan(best))) {
-                best = value;
-                best_value = v;
-              }
-              if (std::isnan(best)) break;
-            }
-          }
-          y[((n * oh + oy) * ow + ox) * g.channels + c] = best_value;
-        }
+  if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+    const std::span<C> best = scratch_buffer<C, max_pool_best>(y.size());
+    std::fill(best.begin(), best.end(), -std::numeric_limits<C>::infinity());
+    for_each_window_pixel(g, [&](std::size_t out, std::size_t, std::size_t in) {
+      for (std::size_t c = 0; c < g.channels; ++c) {
+        C& largest = best[out * g.channels + c];
+        const C value = x[in * g.channels + c];
+        if (!std::isnan(largest) && (std::isnan(value) || value > largest)) largest = value;
+      }
+    });
+    std::copy(best.begin(), best.end(), y.begin());
+  } else {
+    // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
+    // maximum's own value; both conversions are vectorized.
+    const std::span<float> wide = scratch_buffer<float, max_pool_input>(x.size());
+    const std::span<float> pooled = scratch_buffer<float, max_pool_output>(y.size());
+    convert<C, float>(x, wide);
+    max_pool2d<float>(wide, g, pooled);
+    convert<float, C>(pooled, y);
+  }
 }
 
 /// BatchNormalization over the last axis, computed in S (float32 for 16-bit and float32
