@@ -2,6 +2,8 @@
 // bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N).
 #include <benchmark/benchmark.h>
 
+#include "bench_common.hpp"
+
 #include <cstring>
 #include <random>
 #include <vector>
@@ -16,14 +18,7 @@ using mixprec::bfloat16;
 using mixprec::float16;
 using mixprec::float8_e4m3fn;
 
-template <class T>
-std::vector<T> random_values(std::size_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> dist(0.0f, 3.0f);
-  std::vector<T> values(n);
-  for (auto& v : values) v = T(dist(rng));
-  return values;
-}
+using bench::random_values;
 
 void set_bytes(benchmark::State& state, std::size_t bytes_per_iteration) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes_per_iteration));

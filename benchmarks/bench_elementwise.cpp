@@ -3,6 +3,8 @@
 // (Gelem/s); bytes/s counts bytes read + written.
 #include <benchmark/benchmark.h>
 
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,14 +20,7 @@ namespace {
 using mixprec::bfloat16;
 using mixprec::kernels::activation;
 
-template <class T>
-std::vector<T> random_values(std::size_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> dist(0.0f, 3.0f);
-  std::vector<T> values(n);
-  for (auto& v : values) v = T(dist(rng));
-  return values;
-}
+using bench::random_values;
 
 void set_counters(benchmark::State& state, std::size_t elements, std::size_t bytes_per_element) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elements));

@@ -7,6 +7,8 @@
 // OpenMP).
 #include <benchmark/benchmark.h>
 
+#include "bench_common.hpp"
+
 #include <cstdint>
 #include <random>
 #include <string>
@@ -79,15 +81,7 @@ void BM_eigen_gemm(benchmark::State& state) {
   set_flops(state, size);
 }
 
-// m, n, k: square sizes and a Dense layer (batch 256, 1024 -> 1024).
-void gemm_sizes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"m", "n", "k", "threads"});
-  for (std::int64_t threads : {1, 2}) {
-    for (std::int64_t s : {256, 512, 1024}) b->Args({s, s, s, threads});
-    b->Args({256, 1024, 1024, threads});
-  }
-  b->UseRealTime()->Unit(benchmark::kMillisecond);
-}
+using bench::gemm_sizes;
 
 void small_sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "k", "threads"});

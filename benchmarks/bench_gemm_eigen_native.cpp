@@ -4,6 +4,8 @@
 // Highway (which would need HWY_WANT_AVX3_DL under -march=native).
 #include <benchmark/benchmark.h>
 
+#include "bench_common.hpp"
+
 #include <cstdint>
 #include <random>
 
@@ -30,15 +32,7 @@ void BM_eigen_gemm_native(benchmark::State& state) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The sizes of bench_gemm: squares and a Dense layer (batch 256, 1024 -> 1024).
-void gemm_sizes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"m", "n", "k", "threads"});
-  for (std::int64_t threads : {1, 2}) {
-    for (std::int64_t s : {256, 512, 1024}) b->Args({s, s, s, threads});
-    b->Args({256, 1024, 1024, threads});
-  }
-  b->UseRealTime()->Unit(benchmark::kMillisecond);
-}
+using bench::gemm_sizes;
 
 }  // namespace
 

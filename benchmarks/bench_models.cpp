@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <vector>
 
 #include <mixprec/kernels/gemm.hpp>
@@ -44,109 +46,183 @@ void set_flops(benchmark::State& state, double flops_per_pass) {
                                                  benchmark::Counter::kIsRate);
 }
 
-constexpr double mlp_flops = 2.0 * mlp_batch * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
-
+/// The MLP hand-written on the kernels: buffers allocated once, weights already in the compute
+/// dtype (taken from a Sequential, so both compute the same thing), one conversion of the input.
 template <class P>
-void BM_mlp_sequential(benchmark::State& state) {
-  use_threads(state);
-  mlp<P> model;
-  const auto x = input<Tensor<float, dynamic, 784>>(mlp_batch);
-  for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
-  set_flops(state, mlp_flops);
-}
-
-/// The same network hand-written on the kernels: buffers allocated once, weights already in the
-/// compute dtype, one conversion of the input.
-template <class P>
-void BM_mlp_handwritten(benchmark::State& state) {
-  use_threads(state);
+class handwritten_mlp {
   using C = typename P::compute_dtype;
-  mlp<P> model;  // only for its weights
-  const auto& l0 = model.template layer<0>();
-  const auto& l1 = model.template layer<1>();
-  const auto& l2 = model.template layer<2>();
-  const auto x = input<Tensor<float, dynamic, 784>>(mlp_batch);
-  std::vector<C> x_c(x.size()), h0(mlp_batch * 1024), h1(mlp_batch * 1024), logits(mlp_batch * 10);
-  std::vector<float> acc(mlp_batch * 1024), logits32(mlp_batch * 10), probabilities(mlp_batch * 10);
-  const auto dense = [&](std::span<const C> in, std::size_t k, const auto& layer, std::size_t units,
-                         kernels::activation a, std::span<C> out) {
-    kernels::gemm(kernels::transpose::no, kernels::transpose::no, mlp_batch, units, k, 1.0f, in.data(), k,
-                  layer.kernel.compute_value().data(), units, 0.0f, acc.data(), units);
-    kernels::bias_activation<C>(std::span(acc).first(mlp_batch * units), layer.bias.compute_value().values(), a, out,
-                                units);
-  };
-  for (auto _ : state) {
-    convert<float, C>(x.values(), std::span(x_c));
-    dense(x_c, 784, l0, 1024, kernels::activation::relu, h0);
-    dense(h0, 1024, l1, 1024, kernels::activation::relu, h1);
-    dense(h1, 1024, l2, 10, kernels::activation::linear, logits);
-    convert<C, float>(logits, std::span(logits32));
-    kernels::softmax_rows<float>(logits32, probabilities, 10);
-    benchmark::DoNotOptimize(probabilities.data());
+
+ public:
+  explicit handwritten_mlp(const mlp<P>& model) : model_(model) {}
+
+  const float* operator()(const Tensor<float, dynamic, 784>& x) {
+    convert<float, C>(x.values(), std::span(x_c_));
+    dense(x_c_, 784, model_.template layer<0>(), 1024, kernels::activation::relu, h0_);
+    dense(h0_, 1024, model_.template layer<1>(), 1024, kernels::activation::relu, h1_);
+    dense(h1_, 1024, model_.template layer<2>(), 10, kernels::activation::linear, logits_);
+    convert<C, float>(logits_, std::span(logits32_));
+    kernels::softmax_rows<float>(logits32_, probabilities_, 10);
+    return probabilities_.data();
   }
-  set_flops(state, mlp_flops);
-}
 
-template <class P>
-void BM_mlp_runtime_model(benchmark::State& state) {
-  use_threads(state);
-  RuntimeModel model = RuntimeModel::from_config(mlp<P>().get_config());
-  const auto x = input<Tensor<float, dynamic, 784>>(mlp_batch);
-  const AnyTensor any(x);
-  for (auto _ : state) benchmark::DoNotOptimize(model(any).size());
-  set_flops(state, mlp_flops);
-}
+ private:
+  template <class Layer>
+  void dense(std::span<const C> in, std::size_t k, const Layer& layer, std::size_t units, kernels::activation a,
+             std::span<C> out) {
+    kernels::gemm(kernels::transpose::no, kernels::transpose::no, mlp_batch, units, k, 1.0f, in.data(), k,
+                  layer.kernel.compute_value().data(), units, 0.0f, acc_.data(), units);
+    kernels::bias_activation<C>(std::span(acc_).first(mlp_batch * units), layer.bias.compute_value().values(), a, out,
+                                units);
+  }
 
-// conv1 26x26x32 (k=9), conv2 11x11x64 (k=288), dense 1600x128, 128x10
-constexpr double cnn_flops = 2.0 * cnn_batch * (26.0 * 26 * 32 * 9 + 11.0 * 11 * 64 * 288 + 1600.0 * 128 + 128.0 * 10);
-
-template <class P>
-void BM_cnn_sequential(benchmark::State& state) {
-  use_threads(state);
-  cnn<P> model;
-  const auto x = input<Tensor<float, dynamic, 28, 28, 1>>(cnn_batch);
-  for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
-  set_flops(state, cnn_flops);
-}
+  const mlp<P>& model_;
+  std::vector<C> x_c_ = std::vector<C>(mlp_batch * 784), h0_ = std::vector<C>(mlp_batch * 1024),
+                 h1_ = std::vector<C>(mlp_batch * 1024), logits_ = std::vector<C>(mlp_batch * 10);
+  std::vector<float> acc_ = std::vector<float>(mlp_batch * 1024), logits32_ = std::vector<float>(mlp_batch * 10),
+                     probabilities_ = std::vector<float>(mlp_batch * 10);
+};
 
 /// The CNN hand-written on the kernels, every buffer allocated once.
 template <class P>
-void BM_cnn_handwritten(benchmark::State& state) {
-  use_threads(state);
+class handwritten_cnn {
   using C = typename P::compute_dtype;
-  cnn<P> model;  // only for its weights
-  const auto x = input<Tensor<float, dynamic, 28, 28, 1>>(cnn_batch);
-  const detail::conv_geometry g1{cnn_batch, 28, 28, 1, 3, 3, 1, 1, false};
-  const detail::conv_geometry p1{cnn_batch, 26, 26, 32, 2, 2, 2, 2, false};
-  const detail::conv_geometry g2{cnn_batch, 13, 13, 32, 3, 3, 1, 1, false};
-  const detail::conv_geometry p2{cnn_batch, 11, 11, 64, 2, 2, 2, 2, false};
-  std::vector<C> x_c(x.size()), columns(cnn_batch * 26 * 26 * 288), c1(cnn_batch * 26 * 26 * 32),
-      m1(cnn_batch * 13 * 13 * 32), c2(cnn_batch * 11 * 11 * 64), m2(cnn_batch * 5 * 5 * 64), d1(cnn_batch * 128),
-      logits(cnn_batch * 10);
-  std::vector<float> acc(cnn_batch * 26 * 26 * 64), logits32(cnn_batch * 10), probabilities(cnn_batch * 10);
-  const auto gemm_layer = [&](std::span<const C> in, std::size_t rows, std::size_t k, const auto& layer,
-                              std::size_t units, kernels::activation a, std::span<C> out) {
+  static constexpr detail::conv_geometry g1{cnn_batch, 28, 28, 1, 3, 3, 1, 1, false};
+  static constexpr detail::conv_geometry p1{cnn_batch, 26, 26, 32, 2, 2, 2, 2, false};
+  static constexpr detail::conv_geometry g2{cnn_batch, 13, 13, 32, 3, 3, 1, 1, false};
+  static constexpr detail::conv_geometry p2{cnn_batch, 11, 11, 64, 2, 2, 2, 2, false};
+
+ public:
+  explicit handwritten_cnn(const cnn<P>& model) : model_(model) {}
+
+  const float* operator()(const Tensor<float, dynamic, 28, 28, 1>& x) {
+    convert<float, C>(x.values(), std::span(x_c_));
+    conv(x_c_, g1, model_.template layer<0>(), 32, c1_);
+    detail::max_pool2d<C>(c1_, p1, m1_);
+    conv(m1_, g2, model_.template layer<2>(), 64, c2_);
+    detail::max_pool2d<C>(c2_, p2, m2_);
+    dense(m2_, cnn_batch, 1600, model_.template layer<5>(), 128, kernels::activation::relu, d1_);
+    dense(d1_, cnn_batch, 128, model_.template layer<6>(), 10, kernels::activation::linear, logits_);
+    convert<C, float>(logits_, std::span(logits32_));
+    kernels::softmax_rows<float>(logits32_, probabilities_, 10);
+    return probabilities_.data();
+  }
+
+ private:
+  template <class Layer>
+  void dense(std::span<const C> in, std::size_t rows, std::size_t k, const Layer& layer, std::size_t units,
+             kernels::activation a, std::span<C> out) {
     kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, k, 1.0f, in.data(), k,
-                  layer.kernel.compute_value().data(), units, 0.0f, acc.data(), units);
-    kernels::bias_activation<C>(std::span(acc).first(rows * units), layer.bias.compute_value().values(), a, out, units);
+                  layer.kernel.compute_value().data(), units, 0.0f, acc_.data(), units);
+    kernels::bias_activation<C>(std::span(acc_).first(rows * units), layer.bias.compute_value().values(), a, out, units);
+  }
+  template <class Layer>
+  void conv(std::span<const C> in, const detail::conv_geometry& g, const Layer& layer, std::size_t filters,
+            std::span<C> out) {
+    const std::size_t rows = g.batch * g.out_height() * g.out_width();
+    const auto columns = std::span(columns_).first(rows * g.patch());
+    detail::im2col<C>(in, g, columns);
+    dense(columns, rows, g.patch(), layer, filters, kernels::activation::relu, out);
+  }
+
+  const cnn<P>& model_;
+  std::vector<C> x_c_ = std::vector<C>(cnn_batch * 28 * 28), columns_ = std::vector<C>(cnn_batch * 11 * 11 * 288),
+                 c1_ = std::vector<C>(cnn_batch * 26 * 26 * 32), m1_ = std::vector<C>(cnn_batch * 13 * 13 * 32),
+                 c2_ = std::vector<C>(cnn_batch * 11 * 11 * 64), m2_ = std::vector<C>(cnn_batch * 5 * 5 * 64),
+                 d1_ = std::vector<C>(cnn_batch * 128), logits_ = std::vector<C>(cnn_batch * 10);
+  std::vector<float> acc_ = std::vector<float>(cnn_batch * 26 * 26 * 32), logits32_ = std::vector<float>(cnn_batch * 10),
+                     probabilities_ = std::vector<float>(cnn_batch * 10);
+};
+
+constexpr double mlp_flops = 2.0 * mlp_batch * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
+// conv1 26x26x32 (k=9), conv2 11x11x64 (k=288), dense 1600x128, 128x10
+constexpr double cnn_flops = 2.0 * cnn_batch * (26.0 * 26 * 32 * 9 + 11.0 * 11 * 64 * 288 + 1600.0 * 128 + 128.0 * 10);
+
+/// Network N under policy P: its Sequential, input, FLOPs and hand-written twin.
+template <template <class> class Network, class P>
+struct model_case;
+template <class P>
+struct model_case<mlp, P> {
+  using input_type = Tensor<float, dynamic, 784>;
+  static constexpr std::size_t batch = mlp_batch;
+  static constexpr double flops = mlp_flops;
+  using handwritten = handwritten_mlp<P>;
+};
+template <class P>
+struct model_case<cnn, P> {
+  using input_type = Tensor<float, dynamic, 28, 28, 1>;
+  static constexpr std::size_t batch = cnn_batch;
+  static constexpr double flops = cnn_flops;
+  using handwritten = handwritten_cnn<P>;
+};
+
+template <template <class> class Network, class P>
+void BM_sequential(benchmark::State& state) {
+  using M = model_case<Network, P>;
+  use_threads(state);
+  Network<P> model;
+  const auto x = input<typename M::input_type>(M::batch);
+  for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
+  set_flops(state, M::flops);
+}
+
+template <template <class> class Network, class P>
+void BM_handwritten(benchmark::State& state) {
+  using M = model_case<Network, P>;
+  use_threads(state);
+  const Network<P> model;  // only for its weights
+  typename M::handwritten network(model);
+  const auto x = input<typename M::input_type>(M::batch);
+  for (auto _ : state) benchmark::DoNotOptimize(network(x));
+  set_flops(state, M::flops);
+}
+
+template <template <class> class Network, class P>
+void BM_runtime_model(benchmark::State& state) {
+  using M = model_case<Network, P>;
+  use_threads(state);
+  RuntimeModel model = RuntimeModel::from_config(Network<P>().get_config());
+  const AnyTensor x(input<typename M::input_type>(M::batch));
+  for (auto _ : state) benchmark::DoNotOptimize(model(x).size());
+  set_flops(state, M::flops);
+}
+
+/// The abstraction's cost, measured in pairs: each iteration runs the Sequential and its
+/// hand-written twin back to back (alternating which goes first) and times each pass, so that
+/// the machine's slow phases hit both alike. Reports the median of each and their ratio.
+template <template <class> class Network, class P>
+void BM_sequential_over_handwritten(benchmark::State& state) {
+  using M = model_case<Network, P>;
+  using clock = std::chrono::steady_clock;
+  use_threads(state);
+  Network<P> model;
+  typename M::handwritten network(model);
+  const auto x = input<typename M::input_type>(M::batch);
+  std::vector<double> sequential, handwritten;
+  bool sequential_first = true;
+  const auto time = [](auto&& pass) {
+    const auto start = clock::now();
+    pass();
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
   };
   for (auto _ : state) {
-    convert<float, C>(x.values(), std::span(x_c));
-    detail::im2col<C>(x_c, g1, std::span(columns).first(cnn_batch * 26 * 26 * 9));
-    gemm_layer(std::span(columns).first(cnn_batch * 26 * 26 * 9), cnn_batch * 26 * 26, 9, model.template layer<0>(), 32,
-               kernels::activation::relu, c1);
-    detail::max_pool2d<C>(c1, p1, m1);
-    detail::im2col<C>(m1, g2, std::span(columns).first(cnn_batch * 11 * 11 * 288));
-    gemm_layer(std::span(columns).first(cnn_batch * 11 * 11 * 288), cnn_batch * 11 * 11, 288, model.template layer<2>(),
-               64, kernels::activation::relu, c2);
-    detail::max_pool2d<C>(c2, p2, m2);
-    gemm_layer(m2, cnn_batch, 1600, model.template layer<5>(), 128, kernels::activation::relu, d1);
-    gemm_layer(d1, cnn_batch, 128, model.template layer<6>(), 10, kernels::activation::linear, logits);
-    convert<C, float>(logits, std::span(logits32));
-    kernels::softmax_rows<float>(logits32, probabilities, 10);
-    benchmark::DoNotOptimize(probabilities.data());
+    const auto run_sequential = [&] { sequential.push_back(time([&] { benchmark::DoNotOptimize(model(x).data()); })); };
+    const auto run_handwritten = [&] { handwritten.push_back(time([&] { benchmark::DoNotOptimize(network(x)); })); };
+    if (sequential_first) {
+      run_sequential();
+      run_handwritten();
+    } else {
+      run_handwritten();
+      run_sequential();
+    }
+    sequential_first = !sequential_first;
   }
-  set_flops(state, cnn_flops);
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["sequential_ms"] = median(sequential);
+  state.counters["handwritten_ms"] = median(handwritten);
+  state.counters["ratio"] = median(sequential) / median(handwritten);
 }
 
 /// A layer whose call reads one 4096-float weight through the call context and sums it: when the
@@ -190,22 +266,27 @@ void model_settings(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_mlp_sequential<policies::float32>)->Apply(model_settings);
-BENCHMARK(BM_mlp_handwritten<policies::float32>)->Apply(model_settings);
-BENCHMARK(BM_mlp_runtime_model<policies::float32>)->Apply(model_settings);
-BENCHMARK(BM_mlp_sequential<policies::mixed_bfloat16>)->Apply(model_settings);
-BENCHMARK(BM_mlp_handwritten<policies::mixed_bfloat16>)->Apply(model_settings);
-BENCHMARK(BM_mlp_runtime_model<policies::mixed_bfloat16>)->Apply(model_settings);
-BENCHMARK(BM_mlp_sequential<policies::mixed_float16>)->Apply(model_settings);
-BENCHMARK(BM_mlp_handwritten<policies::mixed_float16>)->Apply(model_settings);
-BENCHMARK(BM_mlp_runtime_model<policies::mixed_float16>)->Apply(model_settings);
-BENCHMARK(BM_cnn_sequential<policies::float32>)->Apply(model_settings);
-BENCHMARK(BM_cnn_handwritten<policies::float32>)->Apply(model_settings);
-BENCHMARK(BM_cnn_sequential<policies::mixed_bfloat16>)->Apply(model_settings);
-BENCHMARK(BM_cnn_handwritten<policies::mixed_bfloat16>)->Apply(model_settings);
-BENCHMARK(BM_cnn_sequential<policies::mixed_float16>)->Apply(model_settings);
-BENCHMARK(BM_cnn_handwritten<policies::mixed_float16>)->Apply(model_settings);
-
+BENCHMARK(BM_sequential<mlp, policies::float32>)->Name("mlp/sequential/float32")->Apply(model_settings);
+BENCHMARK(BM_handwritten<mlp, policies::float32>)->Name("mlp/handwritten/float32")->Apply(model_settings);
+BENCHMARK(BM_runtime_model<mlp, policies::float32>)->Name("mlp/runtime_model/float32")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<mlp, policies::float32>)->Name("mlp/sequential_over_handwritten/float32")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_sequential<mlp, policies::mixed_bfloat16>)->Name("mlp/sequential/mixed_bfloat16")->Apply(model_settings);
+BENCHMARK(BM_handwritten<mlp, policies::mixed_bfloat16>)->Name("mlp/handwritten/mixed_bfloat16")->Apply(model_settings);
+BENCHMARK(BM_runtime_model<mlp, policies::mixed_bfloat16>)->Name("mlp/runtime_model/mixed_bfloat16")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<mlp, policies::mixed_bfloat16>)->Name("mlp/sequential_over_handwritten/mixed_bfloat16")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_sequential<mlp, policies::mixed_float16>)->Name("mlp/sequential/mixed_float16")->Apply(model_settings);
+BENCHMARK(BM_handwritten<mlp, policies::mixed_float16>)->Name("mlp/handwritten/mixed_float16")->Apply(model_settings);
+BENCHMARK(BM_runtime_model<mlp, policies::mixed_float16>)->Name("mlp/runtime_model/mixed_float16")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<mlp, policies::mixed_float16>)->Name("mlp/sequential_over_handwritten/mixed_float16")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_sequential<cnn, policies::float32>)->Name("cnn/sequential/float32")->Apply(model_settings);
+BENCHMARK(BM_handwritten<cnn, policies::float32>)->Name("cnn/handwritten/float32")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<cnn, policies::float32>)->Name("cnn/sequential_over_handwritten/float32")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_sequential<cnn, policies::mixed_bfloat16>)->Name("cnn/sequential/mixed_bfloat16")->Apply(model_settings);
+BENCHMARK(BM_handwritten<cnn, policies::mixed_bfloat16>)->Name("cnn/handwritten/mixed_bfloat16")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<cnn, policies::mixed_bfloat16>)->Name("cnn/sequential_over_handwritten/mixed_bfloat16")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_sequential<cnn, policies::mixed_float16>)->Name("cnn/sequential/mixed_float16")->Apply(model_settings);
+BENCHMARK(BM_handwritten<cnn, policies::mixed_float16>)->Name("cnn/handwritten/mixed_float16")->Apply(model_settings);
+BENCHMARK(BM_sequential_over_handwritten<cnn, policies::mixed_float16>)->Name("cnn/sequential_over_handwritten/mixed_float16")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_weight_read_in_call);
 BENCHMARK(BM_weight_read_plain_buffer);
 

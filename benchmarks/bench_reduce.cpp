@@ -3,6 +3,8 @@
 // early exit).
 #include <benchmark/benchmark.h>
 
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,14 +20,7 @@ namespace {
 
 using mixprec::bfloat16;
 
-template <class T>
-std::vector<T> random_values(std::size_t n) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> dist(0.0f, 3.0f);
-  std::vector<T> values(n);
-  for (auto& v : values) v = T(dist(rng));
-  return values;
-}
+using bench::random_values;
 
 /// Eigen's scalar for T (bit-compatible with mixprec's), and a read-only array view.
 template <class T>
