@@ -7,7 +7,9 @@
 //
 // Single-TU: define MIXPREC_SEPARATE_KERNELS for the whole program (the CMake target
 // mixprec::separate_kernels does it) and include <mixprec/kernels/implementation.hpp> in exactly
-// one translation unit. Every other translation unit then sees only declarations.
+// one translation unit, and, if the program uses RuntimeModel, the runtime model's layer
+// instantiations <mixprec/models/detail/make_runtime_layer.hpp> in exactly one translation unit
+// too (the CMake target compiles both). Every other translation unit then sees only declarations.
 #pragma once
 
 #ifdef MIXPREC_SEPARATE_KERNELS

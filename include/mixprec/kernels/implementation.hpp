@@ -2,7 +2,8 @@
 // definitions of the entry points declared in detail/entry_points.hpp and targets.hpp.
 //
 // Header-only mode includes this from every kernel header. In single-TU mode
-// (MIXPREC_SEPARATE_KERNELS), include it in exactly one translation unit of the program.
+// (MIXPREC_SEPARATE_KERNELS), include it in exactly one translation unit of the program (and
+// see kernels/config.hpp for the runtime model's counterpart).
 #pragma once
 
 #ifdef HIGHWAY_HWY_FOREACH_TARGET_H_

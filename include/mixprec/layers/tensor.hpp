@@ -112,6 +112,7 @@ class Tensor {
       throw std::invalid_argument("Tensor: " + std::to_string(values_.size()) + " values do not fill a whole number of " +
                                   std::to_string(row_size) + "-element rows.");
   }
+  /// From a std::vector (copied: the storage uses another allocator).
   explicit Tensor(const std::vector<T>& values) : Tensor(value_buffer<T>(values.begin(), values.end())) {}
   Tensor(std::initializer_list<T> values) : Tensor(value_buffer<T>(values)) {}
 

@@ -34,6 +34,9 @@ class AnyTensor {
       throw std::invalid_argument("AnyTensor: " + std::to_string(size()) + " values for a shape of " +
                                   std::to_string(expected) + " elements.");
   }
+  template <class T>
+  AnyTensor(std::vector<std::size_t> extents, const std::vector<T>& values)
+      : AnyTensor(std::move(extents), value_buffer<T>(values.begin(), values.end())) {}
   /// From a compile-time tensor.
   template <class T, std::size_t... E>
   explicit AnyTensor(const Tensor<T, E...>& tensor)
@@ -59,7 +62,8 @@ class AnyTensor {
       throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + ", not " + std::string(dtype_name_v<T>) + ".");
     return std::get<value_buffer<T>>(values_);
   }
-  /// The values converted to T (correctly rounded; a plain copy when the dtype is T).
+  /// The values converted to T (correctly rounded; a plain copy when the dtype is T), in a
+  /// value_buffer<T> (a std::vector with an allocator that skips zero-filling).
   template <class T>
   value_buffer<T> values_as() const {
     return std::visit(

@@ -50,7 +50,10 @@ inline kernels::activation to_kernel_activation(activation_kind kind) {
 
 /// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
 /// the next call: layers' temporaries (GEMM accumulators, im2col columns) are then allocated
-/// once per thread instead of once per call. Its contents are whatever the last user left.
+/// once per thread instead of once per call. Its contents are whatever the last user left. The
+/// memory lives as long as the thread and is as large as the largest call it served (a 3x3
+/// Conv2D over a 256 x 26 x 26 x 32 float batch keeps 170 MB of im2col columns), the price of
+/// not allocating per call, as oneDNN's and PyTorch's scratchpads do.
 template <class T, class Purpose>
 std::span<T> scratch_buffer(std::size_t n) {
   thread_local std::vector<T> buffer;
@@ -59,7 +62,6 @@ std::span<T> scratch_buffer(std::size_t n) {
 }
 struct dense_accumulator;
 struct conv2d_columns;
-struct max_pool_best;
 struct max_pool_input;
 struct max_pool_output;
 
@@ -187,19 +189,17 @@ void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<cons
 template <class C>
 void max_pool2d(std::span<const C> x, const conv_geometry& g, std::span<C> y) {
   if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
-    const std::span<C> best = scratch_buffer<C, max_pool_best>(y.size());
-    std::fill(best.begin(), best.end(), -std::numeric_limits<C>::infinity());
+    std::fill(y.begin(), y.end(), -std::numeric_limits<C>::infinity());
     for_each_window_pixel(g, [&](std::size_t out, std::size_t, std::size_t in) {
       for (std::size_t c = 0; c < g.channels; ++c) {
-        C& largest = best[out * g.channels + c];
+        C& largest = y[out * g.channels + c];
         const C value = x[in * g.channels + c];
         if (!std::isnan(largest) && (std::isnan(value) || value > largest)) largest = value;
       }
     });
-    std::copy(best.begin(), best.end(), y.begin());
   } else {
     // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
-    // maximum's own value; both conversions are vectorized.
+    // maximum's own value (a NaN comes back quiet, its sign kept); both conversions are vectorized.
     const std::span<float> wide = scratch_buffer<float, max_pool_input>(x.size());
     const std::span<float> pooled = scratch_buffer<float, max_pool_output>(y.size());
     convert<C, float>(x, wide);
