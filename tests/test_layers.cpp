@@ -96,6 +96,21 @@ struct Probe : Layer<Probe<Policy>, Policy> {
 
 }  // namespace
 
+TEST_CASE("Tensor construction: zero-filled, uninitialized for outputs, from values with a size check") {
+  const Tensor<bfloat16, dynamic, 4> zeros(3);
+  CHECK(zeros.size() == 12);
+  for (std::size_t i = 0; i < zeros.size(); ++i) CHECK(zeros[i].to_bits() == 0);
+  Tensor<float, dynamic, 4> output(3, uninitialized);
+  CHECK(output.batch() == 3);
+  CHECK(output.size() == 12);
+  const std::vector<float> values{1, 2, 3, 4, 5, 6, 7, 8};
+  const Tensor<float, dynamic, 4> from_vector(values);
+  CHECK(from_vector.batch() == 2);
+  CHECK(from_vector[7] == 8.0f);
+  CHECK_THROWS_WITH_AS((Tensor<float, dynamic, 4>(std::vector<float>{1, 2, 3})),
+                       "Tensor: 3 values do not fill a whole number of 4-element rows.", std::invalid_argument);
+}
+
 TEST_CASE("a layer's dtype is its variable dtype; compute and variable dtypes come from the policy") {
   using D16 = Dense<4, policies::mixed_float16>;
   static_assert(std::is_same_v<D16::dtype, float> && std::is_same_v<D16::variable_dtype, float>);

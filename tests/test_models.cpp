@@ -45,6 +45,19 @@ std::vector<std::uint16_t> bits(const Tensor<float, dynamic, 10>& y) {
 
 }  // namespace
 
+TEST_CASE("AnyTensor from a std::vector or a Tensor; sizes must match the extents") {
+  const AnyTensor from_vector({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(from_vector.dtype() == "float32");
+  CHECK(from_vector.batch() == 2);
+  CHECK(from_vector.values<float>()[5] == 6.0f);
+  CHECK(from_vector.values_as<bfloat16>()[5] == bfloat16(6.0f));
+  CHECK_THROWS_WITH_AS(AnyTensor({2, 3}, std::vector<float>{1, 2}), "AnyTensor: 2 values for a shape of 6 elements.",
+                       std::invalid_argument);
+  const AnyTensor from_tensor(Tensor<float16, dynamic, 2>({float16(1.0f), float16(2.0f)}));
+  CHECK(from_tensor.dtype() == "float16");
+  CHECK(from_tensor.extents() == std::vector<std::size_t>{1, 2});
+}
+
 TEST_CASE("seed 000: the model policy applies to layers without their own; the float32 softmax keeps its own") {
   seed_model model;
   static_assert(std::is_same_v<seed_model::output_type, Tensor<float, dynamic, 10>>);
