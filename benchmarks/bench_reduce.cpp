@@ -115,6 +115,47 @@ void BM_mixprec_unscale_and_check_finite(benchmark::State& state) {
   set_bytes(state, g.size() * sizeof(T));  // read (and written back)
 }
 
+/// column_max over rows of 32 columns (a max pool's channels): the NaN-propagating running
+/// maximum, against the same rule as a scalar loop and Eigen's colwise().maxCoeff() (which does
+/// not propagate NaN: a lower bound on the work).
+constexpr std::size_t pooled_channels = 32;
+
+void BM_mixprec_column_max(benchmark::State& state) {
+  const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
+  std::vector<float> maxima(pooled_channels, -INFINITY);
+  for (auto _ : state) {
+    mixprec::column_max<float>(rows, maxima);
+    benchmark::DoNotOptimize(maxima.data());
+  }
+  set_bytes(state, rows.size() * sizeof(float));
+}
+
+void BM_scalar_column_max(benchmark::State& state) {
+  const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
+  std::vector<float> maxima(pooled_channels, -INFINITY);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      float& largest = maxima[i % pooled_channels];
+      if (!std::isnan(largest) && (std::isnan(rows[i]) || rows[i] > largest)) largest = rows[i];
+    }
+    benchmark::DoNotOptimize(maxima.data());
+  }
+  set_bytes(state, rows.size() * sizeof(float));
+}
+
+void BM_eigen_column_max(benchmark::State& state) {
+  const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
+  using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const matrix> view(rows.data(), static_cast<Eigen::Index>(rows.size() / pooled_channels),
+                                      static_cast<Eigen::Index>(pooled_channels));
+  Eigen::Matrix<float, 1, Eigen::Dynamic> maxima(static_cast<Eigen::Index>(pooled_channels));
+  for (auto _ : state) {
+    maxima = view.colwise().maxCoeff();
+    benchmark::DoNotOptimize(maxima.data());
+  }
+  set_bytes(state, rows.size() * sizeof(float));
+}
+
 void sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 10)->Arg(1 << 16)->Arg(1 << 24); }
 
 }  // namespace
@@ -136,5 +177,8 @@ BENCHMARK(BM_eigen_sum<float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_sum<bfloat16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_unscale_and_check_finite<float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_unscale_and_check_finite<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_column_max)->Apply(sizes);
+BENCHMARK(BM_scalar_column_max)->Apply(sizes);
+BENCHMARK(BM_eigen_column_max)->Apply(sizes);
 
 BENCHMARK_MAIN();

@@ -362,3 +362,79 @@ TEST_CASE("dot rejects operands of different sizes") {
   const std::vector<double> c(1), d(2);
   CHECK_THROWS_AS(dot<double>(c, d), std::invalid_argument);
 }
+
+namespace {
+
+/// column_max's rule, written out: a NaN held stays, a NaN met replaces a number, a larger value
+/// replaces a smaller one, ties keep the earlier value.
+template <class T>
+void column_max_reference(const std::vector<T>& rows, std::vector<T>& maxima) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    T& largest = maxima[i % maxima.size()];
+    if (std::isnan(largest)) continue;
+    if (std::isnan(rows[i]) || rows[i] > largest) largest = rows[i];
+  }
+}
+
+}  // namespace
+
+TEST_CASE("column_max matches its rule bit for bit on every target, tails and specials included") {
+  // Random bit patterns (NaNs with many payloads, infinities, subnormals) mixed with small
+  // integers, so that ties (+0 against -0, equal values) come up often.
+  std::mt19937 rng(31);
+  const auto value = [&] {
+    if (rng() % 3 == 0) return std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    const float v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
+    return v == 0.0f && rng() % 2 == 0 ? -0.0f : v;
+  };
+  // Every column count up to 40, and around the 4-vector blocks of the widest targets (64 and
+  // 128 columns on AVX3), so that blocks, single vectors and the scalar tail all meet.
+  std::vector<std::size_t> column_counts{63, 64, 65, 77, 127, 128, 129, 131};
+  for (std::size_t cols = 1; cols <= 40; ++cols) column_counts.push_back(cols);
+  for_each_target([&](const std::string&) {
+    for (std::size_t cols : column_counts)
+      for (std::size_t row_count : {0, 1, 2, 3, 9}) {
+        std::vector<float> rows(cols * row_count), maxima(cols);
+        for (auto& v : rows) v = value();
+        for (auto& v : maxima) v = rng() % 4 == 0 ? value() : -inf;
+        std::vector<float> expected = maxima;
+        column_max_reference(rows, expected);
+        column_max<float>(rows, maxima);
+        INFO("cols = ", cols, ", rows = ", row_count);
+        for (std::size_t c = 0; c < cols; ++c) REQUIRE(bits(maxima[c]) == bits(expected[c]));
+      }
+  });
+}
+
+TEST_CASE("column_max: NaN propagation, ties and the double path") {
+  const float nan_a = std::bit_cast<float>(0x7FC00001u), nan_b = std::bit_cast<float>(0xFFC00002u);
+  for_each_target([&](const std::string&) {
+    // Nine columns: a full AVX2 vector and a scalar tail see the same cases.
+    const std::vector<float> rows{
+        1, -0.0f, 2, nan_a, 5, 1, -0.0f, nan_a, 2,  //
+        3, 0.0f, nan_a, nan_b, 4, 1, 0.0f, nan_b, nan_b};
+    std::vector<float> maxima{-inf, -inf, 7, -inf, nan_b, -inf, -inf, -inf, 9};
+    column_max<float>(rows, maxima);
+    const std::vector<float> expected{3, -0.0f, nan_a, nan_a, nan_b, 1, -0.0f, nan_a, nan_b};
+    for (std::size_t c = 0; c < maxima.size(); ++c) CHECK(bits(maxima[c]) == bits(expected[c]));
+  });
+  const std::vector<double> rows{1.0, -0.0, std::numeric_limits<double>::quiet_NaN(), 0.0, 2.0, 1.0};
+  std::vector<double> maxima{-INFINITY, 0.5};
+  column_max<double>(rows, maxima);
+  CHECK(std::isnan(maxima[0]));
+  CHECK(maxima[1] == 1.0);
+  std::vector<double> ties{-INFINITY, -INFINITY};
+  column_max<double>(std::vector<double>{-0.0, 0.0, 0.0, -0.0}, ties);
+  CHECK(std::signbit(ties[0]));
+  CHECK_FALSE(std::signbit(ties[1]));
+}
+
+TEST_CASE("column_max rejects rows that are not whole") {
+  std::vector<float> maxima(3);
+  CHECK_THROWS_WITH_AS(column_max<float>(std::vector<float>(7), maxima),
+                       "column_max: the rows have 7 elements, which is not a multiple of the 3 maxima.",
+                       std::invalid_argument);
+  std::vector<double> none;
+  CHECK_THROWS_AS(column_max<double>(std::vector<double>(1), none), std::invalid_argument);
+  column_max<double>(std::vector<double>{}, none);  // empty into empty: nothing to do
+}

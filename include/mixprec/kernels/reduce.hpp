@@ -142,6 +142,29 @@ bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
   }
 }
 
+/// A running maximum down the columns of a row-major matrix: for every row r of `rows`, in
+/// order, maxima[c] = max(maxima[c], rows[r * cols + c]) with cols = maxima.size() (max pooling
+/// folds each window into its output this way). NaN propagates: a NaN already in maxima stays,
+/// and the first NaN met replaces a number, its bits kept; of equal values (-0 and +0) the
+/// earlier stays. Exact, so bit-identical on every target. float runs a Highway kernel, double
+/// a scalar loop. Throws std::invalid_argument unless rows.size() is a multiple of cols (an
+/// empty maxima takes only empty rows).
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void column_max(std::span<const T> rows, std::span<T> maxima) {
+  const std::size_t cols = maxima.size();
+  if (cols == 0 ? !rows.empty() : rows.size() % cols != 0)
+    throw std::invalid_argument("column_max: the rows have " + std::to_string(rows.size()) +
+                                " elements, which is not a multiple of the " + std::to_string(cols) + " maxima.");
+  if (rows.empty()) return;
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::detail::column_max_f32(rows.data(), rows.size(), maxima.data(), cols);
+  } else {
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (kernels::detail::replaces_maximum(maxima[i % cols], rows[i])) maxima[i % cols] = rows[i];
+  }
+}
+
 }  // namespace mixprec
 
 #include <mixprec/kernels/detail/default_implementation.hpp>

@@ -21,6 +21,7 @@ HWY_EXPORT(DotF16);
 HWY_EXPORT(UnscaleAndCheckFiniteF32);
 HWY_EXPORT(UnscaleAndCheckFiniteBF16);
 HWY_EXPORT(UnscaleAndCheckFiniteF16);
+HWY_EXPORT(ColumnMaxF32);
 
 namespace detail {
 
@@ -68,6 +69,9 @@ MIXPREC_KERNEL_API bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n
 }
 MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale) {
   return HWY_DYNAMIC_DISPATCH(UnscaleAndCheckFiniteF16)(g, n, inv_scale);
+}
+MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
+  HWY_DYNAMIC_DISPATCH(ColumnMaxF32)(rows, n, maxima, cols);
 }
 
 }  // namespace detail

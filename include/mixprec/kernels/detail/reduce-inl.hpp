@@ -1,7 +1,7 @@
 // Per-target reductions over float, bfloat16 and float16. all_finite and amax are exact integer
 // work on the encodings (sign cleared), so lane count and order cannot change them. sum and dot
 // add in the fixed order of summation_order.hpp, without fused multiply-adds, so they return the
-// same bits on every target.
+// same bits on every target. column_max only selects, lane by lane.
 #if defined(MIXPREC_KERNELS_REDUCE_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MIXPREC_KERNELS_REDUCE_INL_HPP_
 #undef MIXPREC_KERNELS_REDUCE_INL_HPP_
@@ -23,6 +23,7 @@
 #include <mixprec/kernels/detail/common-inl.hpp>
 #include <mixprec/kernels/detail/convert-inl.hpp>
 #include <mixprec/kernels/detail/kernel_macros.hpp>
+#include <mixprec/kernels/detail/reduce_entry_points.hpp>
 #include <mixprec/kernels/detail/summation_order.hpp>
 
 MIXPREC_KERNELS_BEGIN
@@ -141,6 +142,41 @@ bool UnscaleAndCheckFinite(T* gradients, std::size_t n, float inv_scale) {
     largest = hn::Max(largest, hn::And(encoding, magnitude));
   });
   return hn::AllFalse(di, hn::Gt(largest, hn::Set(di, static_cast<std::int32_t>(format.infinity() - 1))));
+}
+
+/// Vectors of columns column_max carries down the rows at once: 32 float columns on AVX2, in
+/// one pass over the rows.
+constexpr std::size_t kColumnMaxVectors = 4;
+
+/// Columns [c, c + Vectors * lanes) of column_max: the maxima stay in registers while the rows
+/// stream by, with a lane-wise select (no arithmetic, so no target can round differently).
+template <std::size_t Vectors>
+HWY_INLINE void ColumnMaxBlock(const float* rows, std::size_t n, float* maxima, std::size_t cols, std::size_t c) {
+  const DF df;
+  const std::size_t lanes = hn::Lanes(df);
+  hn::Vec<DF> largest[Vectors];
+  unroll<Vectors>([&](auto v) { largest[v] = hn::LoadU(df, maxima + c + v * lanes); });
+  for (std::size_t row = c; row < n; row += cols) {
+    unroll<Vectors>([&](auto v) {
+      const auto value = hn::LoadU(df, rows + row + v * lanes);
+      const auto replaces = hn::AndNot(hn::IsNaN(largest[v]), hn::Or(hn::IsNaN(value), hn::Gt(value, largest[v])));
+      largest[v] = hn::IfThenElse(replaces, value, largest[v]);
+    });
+  }
+  unroll<Vectors>([&](auto v) { hn::StoreU(largest[v], df, maxima + c + v * lanes); });
+}
+
+/// Blocks of columns, then single vectors, then the columns past the last whole vector with the
+/// scalar step.
+void ColumnMaxF32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
+  const std::size_t lanes = hn::Lanes(DF());
+  std::size_t c = 0;
+  for (; c + kColumnMaxVectors * lanes <= cols; c += kColumnMaxVectors * lanes)
+    ColumnMaxBlock<kColumnMaxVectors>(rows, n, maxima, cols, c);
+  for (; c + lanes <= cols; c += lanes) ColumnMaxBlock<1>(rows, n, maxima, cols, c);
+  for (std::size_t row = 0; c < cols && row < n; row += cols)
+    for (std::size_t j = c; j < cols; ++j)
+      if (kernels::detail::replaces_maximum(maxima[j], rows[row + j])) maxima[j] = rows[row + j];
 }
 
 bool AllFiniteF32(const float* x, std::size_t n) { return AllFinite(x, n); }

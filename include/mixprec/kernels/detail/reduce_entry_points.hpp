@@ -3,6 +3,7 @@
 // The typed public API is reduce.hpp.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include <mixprec/core/float16.hpp>
@@ -30,5 +31,16 @@ MIXPREC_KERNEL_API float dot_f16(const float16* a, const float16* b, std::size_t
 MIXPREC_KERNEL_API bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale);
 MIXPREC_KERNEL_API bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale);
 MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale);
+/// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
+/// n is a multiple of cols, cols > 0.
+MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
+
+/// One step of column_max's running maximum: whether `value` takes the place of `largest`. A
+/// NaN already held stays; a NaN met replaces a number; a tie keeps the earlier value. The
+/// Highway kernel makes the same choice lane by lane, so every target picks the same bits.
+template <class T>
+bool replaces_maximum(T largest, T value) {
+  return !std::isnan(largest) && (std::isnan(value) || value > largest);
+}
 
 }  // namespace mixprec::kernels::detail

@@ -25,6 +25,7 @@
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/elementwise.hpp>
 #include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/layers/tensor.hpp>
 
@@ -139,11 +140,14 @@ struct conv_geometry {
   std::size_t patch() const { return kernel_height * kernel_width * channels; }
 };
 
-/// Calls visit(output_pixel, window_slot, input_pixel) for every in-bounds input pixel of every
-/// output pixel's window: output pixels in NHW order, slots ky * kernel_width + kx, pixels as
-/// indices (element offsets are pixel * channels). Positions in "same" padding are skipped.
+/// Calls visit(output_pixel, first_slot, slots, first_input_pixel) for every row of every
+/// output pixel's window, with the part of that row inside the input: `slots` window positions
+/// from first_slot = ky * kernel_width + kx, which read the consecutive input pixels from
+/// first_input_pixel on (a window row is contiguous in NHWC, whatever the strides). Output
+/// pixels come in NHW order, pixels are indices (element offsets are pixel * channels), and rows
+/// or positions in "same" padding are skipped.
 template <class Visit>
-void for_each_window_pixel(const conv_geometry& g, Visit&& visit) {
+void for_each_window_run(const conv_geometry& g, Visit&& visit) {
   const std::size_t oh = g.out_height(), ow = g.out_width();
   const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
   const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
@@ -151,14 +155,16 @@ void for_each_window_pixel(const conv_geometry& g, Visit&& visit) {
     for (std::size_t oy = 0; oy < oh; ++oy)
       for (std::size_t ox = 0; ox < ow; ++ox) {
         const std::size_t out = (n * oh + oy) * ow + ox;
+        // Window columns kx in [first_kx, end_kx) land inside the input: left <= ox * sw + kx < left + width.
+        const std::size_t x0 = ox * g.stride_width;
+        const std::size_t first_kx = left > x0 ? left - x0 : 0;
+        const std::size_t end_kx = std::min(g.kernel_width, left + g.width - x0);
+        if (first_kx >= end_kx) continue;
         for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
           const std::size_t iy = oy * g.stride_height + ky;
           if (iy < top || iy - top >= g.height) continue;
-          for (std::size_t kx = 0; kx < g.kernel_width; ++kx) {
-            const std::size_t ix = ox * g.stride_width + kx;
-            if (ix < left || ix - left >= g.width) continue;
-            visit(out, ky * g.kernel_width + kx, (n * g.height + (iy - top)) * g.width + (ix - left));
-          }
+          visit(out, ky * g.kernel_width + first_kx, end_kx - first_kx,
+                (n * g.height + (iy - top)) * g.width + (x0 + first_kx - left));
         }
       }
 }
@@ -167,10 +173,11 @@ void for_each_window_pixel(const conv_geometry& g, Visit&& visit) {
 template <class C>
 void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) {
   const std::size_t patch = g.patch();
-  std::fill(columns.begin(), columns.end(), cast<C>(0));
-  for_each_window_pixel(g, [&](std::size_t out, std::size_t slot, std::size_t in) {
-    const C* pixel = x.data() + in * g.channels;
-    std::copy(pixel, pixel + g.channels, columns.data() + out * patch + slot * g.channels);
+  // Only "same" padding leaves positions that no input pixel fills.
+  if (g.same) std::fill(columns.begin(), columns.end(), cast<C>(0));
+  for_each_window_run(g, [&](std::size_t out, std::size_t slot, std::size_t slots, std::size_t in) {
+    const C* pixels = x.data() + in * g.channels;
+    std::copy(pixels, pixels + slots * g.channels, columns.data() + out * patch + slot * g.channels);
   });
 }
 
@@ -184,18 +191,14 @@ void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<cons
   dense_forward<C>(columns, rows, g.patch(), kernel, bias, filters, kind, y);
 }
 
-/// MaxPooling2D, NHWC. A window holding a NaN gives its first NaN. "same" windows ignore the
-/// padding.
+/// MaxPooling2D, NHWC: each window row is folded into its output pixel by column_max. A window
+/// holding NaN gives its first NaN (in ky, kx order), bits kept. "same" windows ignore the padding.
 template <class C>
 void max_pool2d(std::span<const C> x, const conv_geometry& g, std::span<C> y) {
   if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
     std::fill(y.begin(), y.end(), -std::numeric_limits<C>::infinity());
-    for_each_window_pixel(g, [&](std::size_t out, std::size_t, std::size_t in) {
-      for (std::size_t c = 0; c < g.channels; ++c) {
-        C& largest = y[out * g.channels + c];
-        const C value = x[in * g.channels + c];
-        if (!std::isnan(largest) && (std::isnan(value) || value > largest)) largest = value;
-      }
+    for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
+      column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
     });
   } else {
     // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
