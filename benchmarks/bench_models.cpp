@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include <mixprec/kernels/gemm.hpp>
@@ -46,6 +48,21 @@ void set_flops(benchmark::State& state, double flops_per_pass) {
                                                  benchmark::Counter::kIsRate);
 }
 
+/// A Dense layer by hand: the GEMM accumulates in float32 (a float32 output is its own
+/// accumulator, as in the library; 16-bit outputs use `scratch`), then the fused bias + activation
+/// epilogue rounds once to C.
+template <class C, class Layer>
+void dense_by_hand(std::span<const C> in, std::size_t rows, std::size_t k, const Layer& layer, std::size_t units,
+                   kernels::activation a, std::span<C> out, std::span<float> scratch) {
+  const std::span<float> acc = [&] {
+    if constexpr (std::is_same_v<C, float>) return out.first(rows * units);
+    else return scratch.first(rows * units);
+  }();
+  kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, k, 1.0f, in.data(), k,
+                layer.kernel.compute_value().data(), units, 0.0f, acc.data(), units);
+  kernels::bias_activation<C>(acc, layer.bias.compute_value().values(), a, out.first(rows * units), units);
+}
+
 /// The MLP hand-written on the kernels: buffers allocated once, weights already in the compute
 /// dtype (taken from a Sequential, so both compute the same thing), one conversion of the input.
 template <class P>
@@ -69,10 +86,7 @@ class handwritten_mlp {
   template <class Layer>
   void dense(std::span<const C> in, std::size_t k, const Layer& layer, std::size_t units, kernels::activation a,
              std::span<C> out) {
-    kernels::gemm(kernels::transpose::no, kernels::transpose::no, mlp_batch, units, k, 1.0f, in.data(), k,
-                  layer.kernel.compute_value().data(), units, 0.0f, acc_.data(), units);
-    kernels::bias_activation<C>(std::span(acc_).first(mlp_batch * units), layer.bias.compute_value().values(), a, out,
-                                units);
+    dense_by_hand<C>(in, mlp_batch, k, layer, units, a, out, acc_);
   }
 
   const mlp<P>& model_;
@@ -111,9 +125,7 @@ class handwritten_cnn {
   template <class Layer>
   void dense(std::span<const C> in, std::size_t rows, std::size_t k, const Layer& layer, std::size_t units,
              kernels::activation a, std::span<C> out) {
-    kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, k, 1.0f, in.data(), k,
-                  layer.kernel.compute_value().data(), units, 0.0f, acc_.data(), units);
-    kernels::bias_activation<C>(std::span(acc_).first(rows * units), layer.bias.compute_value().values(), a, out, units);
+    dense_by_hand<C>(in, rows, k, layer, units, a, out, acc_);
   }
   template <class Layer>
   void conv(std::span<const C> in, const detail::conv_geometry& g, const Layer& layer, std::size_t filters,

@@ -178,6 +178,40 @@ TEST_CASE("an input already in the compute dtype is passed by reference, not cop
   CHECK(&same == &x);
 }
 
+TEST_CASE("an rvalue input reaches call as an rvalue: Flatten, Activation and Dropout reuse its buffer") {
+  using X = Tensor<bfloat16, dynamic, 2, 3>;
+  X x(4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = bfloat16(static_cast<float>(i) - 10.0f);
+  const X original = x;
+  Flatten<policies::bfloat16> flatten;
+  Activation<activations::relu, policies::bfloat16> relu;
+  Dropout<policies::bfloat16> dropout(0.5);
+
+  // An lvalue is left as it was: the layer works on a copy.
+  const auto flat_copy = flatten(x);
+  const auto relu_copy = relu(x);
+  CHECK(x == original);
+  CHECK(flat_copy.data() != x.data());
+  CHECK(static_cast<float>(relu_copy[0]) == 0.0f);
+  CHECK(static_cast<float>(relu_copy[23]) == 13.0f);
+
+  // An rvalue's buffer is handed on, through the three layers, without a copy.
+  const bfloat16* buffer = x.data();
+  const auto flat = flatten(std::move(x));
+  static_assert(std::is_same_v<decltype(flat), const Tensor<bfloat16, dynamic, 6>>);
+  CHECK(flat.data() == buffer);
+  CHECK(flat.values().size() == original.size());
+  auto activated = relu(Tensor<bfloat16, dynamic, 6>(flat));
+  const bfloat16* activated_buffer = activated.data();
+  const auto kept = dropout(std::move(activated));
+  CHECK(kept.data() == activated_buffer);
+  for (std::size_t i = 0; i < kept.size(); ++i) CHECK(static_cast<float>(kept[i]) == static_cast<float>(relu_copy[i]));
+
+  // An input that needs a cast is converted into a new tensor, which the layer then reuses.
+  const Tensor<float, dynamic, 2, 3> wide(4);
+  CHECK(flatten(wide).size() == wide.size());
+}
+
 TEST_CASE("autocast=false (Keras' NonAutoCastingLayer): the input keeps its dtype") {
   NonAutoCastingLayer<policies::float64> layer;
   const auto x = filled<float, 4>(4);

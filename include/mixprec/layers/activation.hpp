@@ -48,16 +48,16 @@ class Activation : public Layer<Activation<A, Options...>, policy_option_t<Optio
   template <class... Other>
   explicit Activation(const Activation<A, Other...>& spec) : Activation(spec.name()) {}
 
+  /// Takes x by value and activates it in place: an rvalue input costs no copy.
   template <class T, std::size_t... E>
-  Tensor<T, E...> call(const call_context<policy>&, const Tensor<T, E...>& x) {
+  Tensor<T, E...> call(const call_context<policy>&, Tensor<T, E...> x) {
     static_assert(std::is_same_v<T, compute_dtype>,
                   "Activation with no_autocast received inputs in another dtype than its compute dtype: convert "
                   "them first.");
     static_assert(sizeof...(E) >= 1, "Activation needs a tensor with at least one axis.");
     constexpr std::size_t last = std::array<std::size_t, sizeof...(E)>{E...}.back();
-    Tensor<T, E...> y = x;
-    detail::activate<T>(A::kind, x.values(), y.values(), last == dynamic ? x.size() : last);
-    return y;
+    detail::activate<T>(A::kind, std::as_const(x).values(), x.values(), last == dynamic ? x.size() : last);
+    return x;
   }
 
   static constexpr std::string_view keras_class = "Activation";

@@ -44,11 +44,11 @@ class Dropout : public Layer<Dropout<Options...>, policy_option_t<Options...>, !
   template <class... Other>
   explicit Dropout(const Dropout<Other...>& spec) : Dropout(spec.rate(), spec.name(), spec.seed()) {}
 
+  /// Takes x by value and works in place: an rvalue input costs no copy.
   template <class X>
-  X call(const call_context<policy>& context, const X& x) {
-    X y = x;
-    if (context.training()) detail::dropout_in_place<typename X::dtype>(y.values(), rate_, rng_);
-    return y;
+  X call(const call_context<policy>& context, X x) {
+    if (context.training()) detail::dropout_in_place<typename X::dtype>(x.values(), rate_, rng_);
+    return x;
   }
 
   static constexpr std::string_view keras_class = "Dropout";

@@ -35,10 +35,11 @@ class Flatten : public Layer<Flatten<Options...>, policy_option_t<Options...>, !
   template <class... Other>
   explicit Flatten(const Flatten<Other...>& spec) : Flatten(spec.name()) {}
 
+  /// Takes x by value: an rvalue (a previous layer's output) is reshaped without a copy.
   template <class T, std::size_t... E>
-  Tensor<T, dynamic, Tensor<T, E...>::row_size> call(const call_context<policy>&, const Tensor<T, E...>& x) {
+  Tensor<T, dynamic, Tensor<T, E...>::row_size> call(const call_context<policy>&, Tensor<T, E...> x) {
     static_assert(Tensor<T, E...>::batched, "Flatten needs batched inputs: Tensor<T, dynamic, ...>.");
-    return Tensor<T, dynamic, Tensor<T, E...>::row_size>(std::vector<T>(x.values().begin(), x.values().end()));
+    return Tensor<T, dynamic, Tensor<T, E...>::row_size>(std::move(x).release_values());
   }
 
   static constexpr std::string_view keras_class = "Flatten";

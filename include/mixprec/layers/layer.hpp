@@ -114,14 +114,17 @@ class Layer {
   void set_name(std::string name) { name_ = std::move(name); }
 
   /// Inference: casts the inputs (unless the layer opts out), builds on first use, calls.
+  /// An rvalue input that needs no cast reaches call as an rvalue, so a layer that takes its
+  /// input by value (Flatten, Activation, Dropout) reuses the buffer: Sequential hands each
+  /// layer's output on this way.
   template <class... Inputs>
-  decltype(auto) operator()(const Inputs&... inputs) {
-    return invoke(false, inputs...);
+  decltype(auto) operator()(Inputs&&... inputs) {
+    return invoke(false, std::forward<Inputs>(inputs)...);
   }
   /// The same in training mode.
   template <class... Inputs>
-  decltype(auto) training_call(const Inputs&... inputs) {
-    return invoke(true, inputs...);
+  decltype(auto) training_call(Inputs&&... inputs) {
+    return invoke(true, std::forward<Inputs>(inputs)...);
   }
 
   /// Calls f(weight) for each weight, in order (a layer lists them in weights_of(self)).
@@ -177,15 +180,18 @@ class Layer {
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
 
   template <class... Inputs>
-  decltype(auto) invoke(bool training, const Inputs&... inputs) {
+  decltype(auto) invoke(bool training, Inputs&&... inputs) {
     const call_context<policy> context(training);
-    if constexpr (Autocast)
-      return call_built(context, autocast_to<compute_dtype>(inputs)...);
-    else
-      return call_built(context, inputs...);
+    return call_built(context, cast_argument<Inputs>(inputs)...);
+  }
+  /// The argument as call receives it: converted (a new value), or the caller's own, forwarded.
+  template <class Input>
+  decltype(auto) cast_argument(std::remove_reference_t<Input>& input) {
+    if constexpr (Autocast && needs_autocast_v<compute_dtype, Input>) return autocast_to<compute_dtype>(input);
+    else return std::forward<Input>(input);
   }
   template <class... Inputs>
-  decltype(auto) call_built(const call_context<policy>& context, const Inputs&... inputs) {
+  decltype(auto) call_built(const call_context<policy>& context, Inputs&&... inputs) {
     // Keras builds a layer from its first input; a layer may also take all of them.
     if constexpr (requires { derived().build(inputs...); }) {
       if (!built_) derived().build(inputs...);
@@ -193,7 +199,7 @@ class Layer {
       if (!built_) derived().build(first_of(inputs...));
     }
     built_ = true;
-    return derived().call(context, inputs...);
+    return derived().call(context, std::forward<Inputs>(inputs)...);
   }
 
   template <class First, class... Rest>

@@ -136,6 +136,13 @@ class Tensor {
   std::span<T> row(std::size_t i) { return std::span(values_).subspan(i * row_size, row_size); }
   std::span<const T> row(std::size_t i) const { return std::span(values_).subspan(i * row_size, row_size); }
 
+  /// The values, moved out without a copy (a reshape: Tensor<T, dynamic, 784>(std::move(images).release_values())).
+  /// The tensor is left empty, fit only to be assigned to or destroyed.
+  value_buffer<T> release_values() && {
+    batch_ = 0;
+    return std::move(values_);
+  }
+
   /// Element-wise equality of values (bitwise for narrow floats would differ for NaN: this is IEEE ==).
   friend bool operator==(const Tensor& a, const Tensor& b) { return a.batch_ == b.batch_ && a.values_ == b.values_; }
 

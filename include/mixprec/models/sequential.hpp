@@ -112,15 +112,16 @@ struct names_output_dtype<Policy<C, V, O>> : std::true_type {
   using output = rebind_tensor_t<Y, O>;
 };
 
-/// Threads a value through the layers with a left fold (no recursion).
+/// Threads a value through the layers with a left fold (no recursion). Each output is moved
+/// into the next layer, which may reuse its buffer.
 template <class X>
 struct passing {
   X value;
 };
 template <class X, class L>
 auto operator|(passing<X>&& x, std::pair<L*, bool> layer) {
-  using Y = std::remove_cvref_t<decltype((*layer.first)(x.value))>;
-  return passing<Y>{layer.second ? layer.first->training_call(x.value) : (*layer.first)(x.value)};
+  using Y = std::remove_cvref_t<decltype((*layer.first)(std::move(x.value)))>;
+  return passing<Y>{layer.second ? layer.first->training_call(std::move(x.value)) : (*layer.first)(std::move(x.value))};
 }
 
 }  // namespace detail
@@ -254,7 +255,7 @@ class Sequential {
                                                typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
     auto y = std::apply(
         [&](auto&... layers) {
-          return (detail::passing<Tensor<T, E...>>{x} | ... | std::pair{&layers, training}).value;
+          return (detail::passing<const Tensor<T, E...>&>{x} | ... | std::pair{&layers, training}).value;
         },
         layers_);
     if constexpr (model_casts_output) return tensor_cast<typename output_type::dtype>(y);
