@@ -65,6 +65,8 @@ struct dense_accumulator;
 struct conv2d_columns;
 struct max_pool_input;
 struct max_pool_output;
+struct softmax_bias;
+struct softmax_logits;
 
 /// y = act(x), element-wise (softmax: over rows of `cols`).
 template <class C>
@@ -85,12 +87,16 @@ void dense_epilogue(std::span<const float> acc, std::span<const C> bias, activat
     return;
   }
   // Softmax over the biased float32 accumulator, then one rounding to C.
-  std::vector<float> bias32(bias.size());
-  convert<C, float>(bias, std::span(bias32));
-  std::vector<float> logits(acc.size()), probabilities(acc.size());
+  const std::span<float> bias32 = scratch_buffer<float, softmax_bias>(bias.size());
+  const std::span<float> logits = scratch_buffer<float, softmax_logits>(acc.size());
+  convert<C, float>(bias, bias32);
   kernels::bias_activation<float>(acc, bias32, kernels::activation::linear, logits, cols);
-  kernels::softmax_rows<float>(logits, probabilities, cols);
-  convert<float, C>(probabilities, y);
+  if constexpr (std::is_same_v<C, float>) {
+    kernels::softmax_rows<float>(logits, y, cols);
+  } else {
+    kernels::softmax_rows<float>(logits, logits, cols);
+    convert<float, C>(logits, y);
+  }
 }
 
 /// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
