@@ -162,10 +162,10 @@ void for_each_window_run(const conv_geometry& g, Visit&& visit) {
       for (std::size_t ox = 0; ox < ow; ++ox) {
         const std::size_t out = (n * oh + oy) * ow + ox;
         // Window columns kx in [first_kx, end_kx) land inside the input: left <= ox * sw + kx < left + width.
+        // Every window holds at least one input column (x0 < left + width, left < kernel_width).
         const std::size_t x0 = ox * g.stride_width;
         const std::size_t first_kx = left > x0 ? left - x0 : 0;
         const std::size_t end_kx = std::min(g.kernel_width, left + g.width - x0);
-        if (first_kx >= end_kx) continue;
         for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
           const std::size_t iy = oy * g.stride_height + ky;
           if (iy < top || iy - top >= g.height) continue;
