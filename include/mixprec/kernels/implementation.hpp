@@ -10,6 +10,7 @@
 #error "mixprec kernels: this translation unit already used hwy/foreach_target.h, which works once per translation unit. Define MIXPREC_SEPARATE_KERNELS for the program and include <mixprec/kernels/implementation.hpp> in a translation unit of its own."
 #endif
 
+#include <mixprec/kernels/detail/highway_config.hpp>  // before any Highway header
 #include <mixprec/kernels/detail/convert_entry_points.hpp>
 #include <mixprec/kernels/targets.hpp>
 

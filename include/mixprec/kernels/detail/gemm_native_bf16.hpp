@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include <mixprec/core/detail/x86_intrinsics.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/detail/gemm_blocking.hpp>
 

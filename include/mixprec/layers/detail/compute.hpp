@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <mixprec/core/detail/x86_intrinsics.hpp>  // before Eigen
+
 #include <Eigen/Core>
 
 #include <mixprec/core/cast.hpp>
