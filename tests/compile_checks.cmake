@@ -1,6 +1,7 @@
 # Tests that run the compiler or CMake itself:
 #  - every public header compiles on its own (one test per header, as Boost.Hana does);
 #  - compile-fail snippets fail with the message the user is meant to read (as fmt and Eigen do);
+#  - explicit -march: what an AVX-512 (or an old) CPU's compiler would see, compiled on any machine;
 #  - packaging: a consumer project builds against an installed tree and through add_subdirectory.
 
 # The flags a consumer of mixprec::mixprec compiles with, read off a probe target.
@@ -13,15 +14,18 @@ string(REPLACE "+" "\\+" implicit_dirs "${implicit_dirs}")
 set(probe_includes "$<FILTER:$<TARGET_PROPERTY:mixprec_flags_probe,INCLUDE_DIRECTORIES>,EXCLUDE,^(${mixprec_include_dir}|${implicit_dirs})$>")
 set(probe_definitions "$<TARGET_PROPERTY:mixprec_flags_probe,COMPILE_DEFINITIONS>")
 set(probe_options "$<TARGET_PROPERTY:mixprec_flags_probe,COMPILE_OPTIONS>")
-set(consumer_flags ${CMAKE_CURRENT_BINARY_DIR}/consumer_flags.rsp)
-# Single-TU mode keeps these checks fast: they see the kernels' declarations, and
-# kernels/implementation.hpp (checked on its own like every header) holds the rest.
-file(GENERATE OUTPUT ${consumer_flags} CONTENT
-"-std=c++20 -Wall -Wextra -Wpedantic -Werror -DMIXPREC_SEPARATE_KERNELS -I${mixprec_include_dir}
+set(plain_consumer_flags "-std=c++20 -Wall -Wextra -Wpedantic -Werror -I${mixprec_include_dir}
 $<$<BOOL:${probe_includes}>:-isystem $<JOIN:${probe_includes},\n-isystem >>
 $<$<BOOL:${probe_definitions}>:-D$<JOIN:${probe_definitions},\n-D>>
 $<JOIN:${probe_options},\n>
 ")
+# Header-only mode: what a user compiling with plain -I gets.
+set(header_only_consumer_flags ${CMAKE_CURRENT_BINARY_DIR}/consumer_flags_header_only.rsp)
+file(GENERATE OUTPUT ${header_only_consumer_flags} CONTENT "${plain_consumer_flags}")
+# Single-TU mode keeps the header and compile-fail checks fast: they see the kernels'
+# declarations, and kernels/implementation.hpp (checked on its own like every header) holds the rest.
+set(consumer_flags ${CMAKE_CURRENT_BINARY_DIR}/consumer_flags.rsp)
+file(GENERATE OUTPUT ${consumer_flags} CONTENT "-DMIXPREC_SEPARATE_KERNELS\n${plain_consumer_flags}")
 
 # One test per public header. *-inl.hpp files are per-target bodies and kernels/detail/dispatch_*
 # are pieces of kernels/implementation.hpp: neither is meant to stand alone.
@@ -47,9 +51,38 @@ foreach(source IN LISTS compile_fail_sources)
   set_tests_properties(compile_fail.${check_name} PROPERTIES LABELS "compile_fail")
 endforeach()
 
-foreach(mode IN ITEMS install subdirectory)
+# Explicit -march, compiled (not run) with optimization so that the optimizer's warnings show:
+# every translation unit the project builds with -march=native, the single-TU kernel and runtime
+# layer sources, and a plain -I consumer in header-only mode. An AVX2 machine thus catches what
+# only an AVX-512 machine's -march=native would otherwise hit (Highway's AVX3_DL baseline, GCC 12's
+# AVX-512 intrinsics warnings inside Eigen) and the other way round (-march=x86-64-v2).
+set(march_check_sources
+  "native_eigen_gemm|${PROJECT_SOURCE_DIR}/benchmarks/bench_gemm_eigen_native.cpp|${header_only_consumer_flags}"
+  "native_convert|${CMAKE_CURRENT_SOURCE_DIR}/multi_march/convert_native.cpp|${header_only_consumer_flags}"
+  "consumer_header_only|${CMAKE_CURRENT_SOURCE_DIR}/package/consumer/main.cpp|${header_only_consumer_flags}"
+  "kernels|${PROJECT_SOURCE_DIR}/cmake/mixprec_kernels.cpp|${consumer_flags}"
+  "runtime_layers|${PROJECT_SOURCE_DIR}/cmake/mixprec_runtime_layers.cpp|${consumer_flags}")
+foreach(march IN ITEMS sapphirerapids x86-64-v4 x86-64-v2)
+  foreach(entry IN LISTS march_check_sources)
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 check_name)
+    list(GET entry 1 source)
+    list(GET entry 2 flags)
+    add_test(NAME march.${march}.${check_name}
+      COMMAND ${CMAKE_CXX_COMPILER} @${flags} -O2 -Wshadow -Wconversion -Wno-sign-conversion -march=${march}
+              -c ${source} -o ${CMAKE_CURRENT_BINARY_DIR}/march_${march}_${check_name}.o)
+    set_tests_properties(march.${march}.${check_name} PROPERTIES LABELS "march")
+  endforeach()
+endforeach()
+
+# The consumers run here, so their -march is one every x86-64 machine of ours runs: the machine's
+# own (AVX-512 on some) and the oldest we support.
+foreach(mode_and_march IN ITEMS install:native subdirectory:x86-64-v2)
+  string(REPLACE ":" ";" mode_and_march "${mode_and_march}")
+  list(GET mode_and_march 0 mode)
+  list(GET mode_and_march 1 march)
   add_test(NAME package.${mode}
-    COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+    COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DMARCH=${march} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
             -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/package_${mode} -DGENERATOR=${CMAKE_GENERATOR}
             -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
             -P ${CMAKE_CURRENT_SOURCE_DIR}/package/run.cmake)
