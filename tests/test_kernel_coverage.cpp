@@ -1,0 +1,48 @@
+// What this machine's test run covers: the Highway targets compiled in, those this CPU ran (every
+// kernel test runs each of them), and the hand-written native paths that need CPU features of
+// their own. scripts/run prints the line this test writes, so a CI log says what was tested.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/targets.hpp>
+
+using namespace mixprec;
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : " ") + name;
+  return out;
+}
+
+bool avx512_bf16_cpu() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+}
+
+}  // namespace
+
+TEST_CASE("kernel coverage on this machine") {
+  const auto compiled = kernels::compiled_targets();
+  const auto supported = kernels::supported_targets();
+  REQUIRE_FALSE(supported.empty());
+  for (const auto& target : supported)
+    CHECK(std::find(compiled.begin(), compiled.end(), target) != compiled.end());
+  CHECK(kernels::active_target() == supported.front());
+
+  // The native bfloat16 GEMM runs exactly when the CPU has AVX-512 BF16 and the AVX3 target is chosen.
+  const bool avx3_active = kernels::active_target().starts_with("AVX3");
+  CHECK(kernels::detail::native_bf16_supported() == avx512_bf16_cpu());
+  CHECK(kernels::detail::gemm_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
+
+  std::printf("mixprec coverage: targets run %s (compiled: %s); native bf16 GEMM (vdpbf16ps): %s\n",
+              joined(supported).c_str(), joined(compiled).c_str(),
+              kernels::detail::gemm_uses_native_bf16() ? "yes" : "no, the CPU has no AVX-512 BF16");
+}
