@@ -156,6 +156,47 @@ void BM_eigen_column_max(benchmark::State& state) {
   set_bytes(state, rows.size() * sizeof(float));
 }
 
+/// column_sum over rows of 512 columns (a Dense layer's bias gradient: the sum over the batch),
+/// against a scalar loop in the same row order and Eigen's colwise().sum() (float only).
+constexpr std::size_t bias_units = 512;
+
+template <class T>
+void BM_mixprec_column_sum(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  std::vector<float> sums(bias_units);
+  for (auto _ : state) {
+    mixprec::column_sum<T>(x, sums, bias_units);
+    benchmark::DoNotOptimize(sums.data());
+  }
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+template <class T>
+void BM_scalar_column_sum(benchmark::State& state) {
+  const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  std::vector<float> sums(bias_units);
+  for (auto _ : state) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (std::size_t row = 0; row < x.size(); row += bias_units)
+      for (std::size_t c = 0; c < bias_units; ++c) sums[c] += static_cast<float>(x[row + c]);
+    benchmark::DoNotOptimize(sums.data());
+  }
+  set_bytes(state, x.size() * sizeof(T));
+}
+
+void BM_eigen_column_sum(benchmark::State& state) {
+  const auto x = random_values<float>(static_cast<std::size_t>(state.range(0)));
+  using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const matrix> view(x.data(), static_cast<Eigen::Index>(x.size() / bias_units),
+                                      static_cast<Eigen::Index>(bias_units));
+  Eigen::Matrix<float, 1, Eigen::Dynamic> sums(static_cast<Eigen::Index>(bias_units));
+  for (auto _ : state) {
+    sums = view.colwise().sum();
+    benchmark::DoNotOptimize(sums.data());
+  }
+  set_bytes(state, x.size() * sizeof(float));
+}
+
 void sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 10)->Arg(1 << 16)->Arg(1 << 24); }
 
 }  // namespace
@@ -180,5 +221,10 @@ BENCHMARK(BM_mixprec_unscale_and_check_finite<bfloat16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_column_max)->Apply(sizes);
 BENCHMARK(BM_scalar_column_max)->Apply(sizes);
 BENCHMARK(BM_eigen_column_max)->Apply(sizes);
+BENCHMARK(BM_mixprec_column_sum<float>)->Apply(sizes);
+BENCHMARK(BM_scalar_column_sum<float>)->Apply(sizes);
+BENCHMARK(BM_eigen_column_sum)->Apply(sizes);
+BENCHMARK(BM_mixprec_column_sum<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_scalar_column_sum<bfloat16>)->Apply(sizes);
 
 BENCHMARK_MAIN();

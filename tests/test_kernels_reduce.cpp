@@ -438,3 +438,134 @@ TEST_CASE("column_max rejects rows that are not whole") {
   CHECK_THROWS_AS(column_max<double>(std::vector<double>(1), none), std::invalid_argument);
   column_max<double>(std::vector<double>{}, none);  // empty into empty: nothing to do
 }
+
+namespace {
+
+/// column_sum's rule, written out: each column starts at +0 and adds its elements, widened to
+/// float, in row order; the total replaces sums[c] or is added to it; a NaN comes out canonical.
+template <class T>
+void column_sum_reference(std::span<const T> x, std::vector<float>& sums, std::size_t cols, bool accumulate) {
+  for (std::size_t c = 0; c < cols; ++c) {
+    float total = 0.0f;
+    for (std::size_t i = c; i < x.size(); i += cols) total += to_float(x[i]);
+    const float result = accumulate ? sums[c] + total : total;
+    sums[c] = std::isnan(result) ? qnan : result;
+  }
+}
+
+/// Every column count up to 40 and around the 4-vector blocks of the widest targets.
+std::vector<std::size_t> column_counts() {
+  std::vector<std::size_t> counts{63, 64, 65, 127, 128, 129, 131};
+  for (std::size_t cols = 1; cols <= 40; ++cols) counts.push_back(cols);
+  return counts;
+}
+
+/// Matching the rule bit for bit on every target also makes the targets agree with each other.
+template <class T>
+void check_column_sum_rule(bool with_specials) {
+  const auto x = random_values<T>(131 * 9 + 3, with_specials ? 41 : 42, with_specials);
+  const auto initial_sums = random_values<float>(131, 43, with_specials);
+  for_each_target([&](const std::string&) {
+    for (std::size_t cols : column_counts())
+      for (std::size_t rows = 0; rows <= 9; ++rows)
+        for (std::size_t offset : {0, 1, 3})
+          for (bool accumulate : {false, true}) {
+            const std::span<const T> matrix(x.data() + offset, rows * cols);
+            std::vector<float> sums(initial_sums.begin(), initial_sums.begin() + static_cast<std::ptrdiff_t>(cols));
+            std::vector<float> expected = sums;
+            column_sum_reference(matrix, expected, cols, accumulate);
+            column_sum<T>(matrix, sums, cols, accumulate);
+            INFO("cols = ", cols, ", rows = ", rows, ", offset = ", offset, ", accumulate = ", accumulate);
+            for (std::size_t c = 0; c < cols; ++c) REQUIRE(bits(sums[c]) == bits(expected[c]));
+          }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("column_sum adds each column in row order, bit for bit on every target") {
+  for (bool with_specials : {false, true}) {
+    check_column_sum_rule<float>(with_specials);
+    check_column_sum_rule<bfloat16>(with_specials);
+    check_column_sum_rule<float16>(with_specials);
+  }
+}
+
+TEST_CASE("column_sum against a double reference") {
+  // A sequential float sum of n terms is within (n - 1) 2^-24 sum |x| of the exact sum; adding
+  // to the sums already there is one more term.
+  const std::size_t cols = 37;
+  for (std::size_t rows : {1, 2, 9, 1000}) {
+    const auto x = random_values<bfloat16>(rows * cols, 51, false);
+    const auto start = random_values<float>(cols, 52, false);
+    for_each_target([&](const std::string&) {
+      std::vector<float> sums = start;
+      column_sum<bfloat16>(x, sums, cols, true);
+      for (std::size_t c = 0; c < cols; ++c) {
+        double exact = start[c], magnitudes = std::fabs(start[c]);
+        for (std::size_t r = 0; r < rows; ++r) {
+          exact += to_float(x[r * cols + c]);
+          magnitudes += std::fabs(to_float(x[r * cols + c]));
+        }
+        INFO("rows = ", rows, ", column ", c);
+        REQUIRE(std::fabs(sums[c] - exact) <= static_cast<double>(rows) * 0x1p-24 * magnitudes);
+      }
+    });
+  }
+}
+
+TEST_CASE("column_sum: zeros, infinities, NaN and no rows") {
+  const float signaling = std::bit_cast<float>(0xFF800001u);
+  for_each_target([&](const std::string&) {
+    // Nine columns: a whole AVX2 vector and a scalar tail see the same cases.
+    const std::vector<float> x{
+        -0.0f, inf, inf, signaling, 1.0f, -0.0f, 3e38f, 0x1p-149f, 1.0f,  //
+        -0.0f, 1.0f, -inf, 1.0f, 2.0f, -0.0f, 3e38f, 0x1p-149f, 0x1p-24f};
+    std::vector<float> sums(9, 123.0f);
+    column_sum<float>(x, sums, 9);
+    const std::vector<float> expected{0.0f, inf, qnan, qnan, 3.0f, 0.0f, inf, 0x1p-148f, 1.0f};
+    for (std::size_t c = 0; c < 9; ++c) CHECK(bits(sums[c]) == bits(expected[c]));  // +0, never -0
+
+    // No rows: the sums are +0; accumulating +0 turns a -0 into +0 and leaves the rest.
+    std::vector<float> none{-0.0f, 5.0f};
+    column_sum<float>(std::vector<float>{}, none, 2, true);
+    CHECK(bits(none[0]) == 0u);
+    CHECK(none[1] == 5.0f);
+    column_sum<float>(std::vector<float>{}, none, 2);
+    CHECK(none == std::vector<float>{0.0f, 0.0f});
+
+    // 16-bit inputs are widened exactly: 256 + 1 + 1 is 258 in float (bfloat16 would round).
+    std::vector<float> wide_sum(1);
+    column_sum<bfloat16>(std::vector<bfloat16>{bfloat16(256.0f), bfloat16(1.0f), bfloat16(1.0f)}, wide_sum, 1);
+    CHECK(wide_sum[0] == 258.0f);
+    column_sum<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0x7BFF)}, wide_sum, 1);
+    CHECK(wide_sum[0] == 131008.0f);  // 2 * 65504, beyond float16 but not float
+  });
+}
+
+TEST_CASE("column_sum in double") {
+  const std::vector<double> x{1.0, 1e300, 2.0, -1e300, 0.5, 1.0};
+  std::vector<double> sums{10.0, 20.0};
+  column_sum(x, sums, 2);
+  CHECK(sums == std::vector<double>{3.5, 1.0});  // 1e300 - 1e300 + 1, in row order
+  column_sum(x, sums, 2, true);
+  CHECK(sums == std::vector<double>{7.0, 2.0});
+}
+
+TEST_CASE("column_sum rejects shapes that do not fit") {
+  std::vector<float> sums(3, 7.0f);
+  const std::vector<float> x(6);
+  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 0), "column_sum: cols must be positive, got 0.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 4), "column_sum: the size 6 is not a multiple of cols = 4.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 2), "column_sum: sums has 3 elements but cols = 2; they must match.",
+                       std::invalid_argument);
+  std::vector<float> buffer(9);
+  CHECK_THROWS_WITH_AS(column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(5, 3), 3),
+                       "column_sum: x and sums overlap; they must lie apart.", std::invalid_argument);
+  CHECK(sums == std::vector<float>(3, 7.0f));
+  std::vector<double> double_sums(2);
+  CHECK_THROWS_WITH_AS(column_sum(std::vector<double>(3), double_sums, 2),
+                       "column_sum: the size 3 is not a multiple of cols = 2.", std::invalid_argument);
+  column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(6, 3), 3);  // adjacent: fine
+}

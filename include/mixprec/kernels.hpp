@@ -5,4 +5,5 @@
 #include <mixprec/kernels/gemm.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/kernels/elementwise.hpp>
+#include <mixprec/kernels/optimizer.hpp>
 #include <mixprec/kernels/targets.hpp>

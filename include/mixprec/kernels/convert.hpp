@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,26 @@ inline void check_same_size(std::size_t from, std::size_t to, const char* what) 
   if (from != to)
     throw std::invalid_argument(std::string(what) + ": the input has " + std::to_string(from) +
                                 " elements but the output has " + std::to_string(to) + "; they must match.");
+}
+
+/// rows x cols layouts: cols > 0 and the size a multiple of it.
+inline void check_rows(std::size_t size, std::size_t cols, const char* what) {
+  if (cols == 0) throw std::invalid_argument(std::string(what) + ": cols must be positive, got 0.");
+  if (size % cols != 0)
+    throw std::invalid_argument(std::string(what) + ": the size " + std::to_string(size) +
+                                " is not a multiple of cols = " + std::to_string(cols) + ".");
+}
+
+/// Throws unless the memory of `a` and `b` lies apart (an empty span overlaps nothing): a kernel
+/// would read an input after writing an output over it.
+template <class A, class B>
+void check_disjoint(std::span<A> a, std::span<B> b, const char* what, const char* a_name, const char* b_name) {
+  const auto a_bytes = std::as_bytes(a);
+  const auto b_bytes = std::as_bytes(b);
+  if (a_bytes.empty() || b_bytes.empty()) return;
+  const std::less<const std::byte*> before;
+  if (before(a_bytes.data(), b_bytes.data() + b_bytes.size()) && before(b_bytes.data(), a_bytes.data() + a_bytes.size()))
+    throw std::invalid_argument(std::string(what) + ": " + a_name + " and " + b_name + " overlap; they must lie apart.");
 }
 }  // namespace detail
 

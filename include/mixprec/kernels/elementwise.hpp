@@ -81,14 +81,6 @@ void check_exact_alias_or_disjoint(const T* x, const T* y, std::size_t n, const 
     throw std::invalid_argument(std::string(what) + ": the output overlaps the input without being the same span.");
 }
 
-/// rows x cols layouts: cols > 0 and the size a multiple of it.
-inline void check_rows(std::size_t size, std::size_t cols, const char* what) {
-  if (cols == 0) throw std::invalid_argument(std::string(what) + ": cols must be positive, got 0.");
-  if (size % cols != 0)
-    throw std::invalid_argument(std::string(what) + ": the size " + std::to_string(size) +
-                                " is not a multiple of cols = " + std::to_string(cols) + ".");
-}
-
 }  // namespace detail
 
 /// y[i] = a(x[i]) (see the activations above). y may alias x exactly (in place); any other
@@ -140,7 +132,7 @@ void bias_add(std::span<T> rows, std::span<const T> bias) {
 template <class T>
   requires elementwise_dtype<T>
 void softmax_rows(std::span<const T> x, std::span<T> y, std::size_t cols) {
-  detail::check_rows(x.size(), cols, "softmax_rows");
+  mixprec::detail::check_rows(x.size(), cols, "softmax_rows");
   mixprec::detail::check_same_size(x.size(), y.size(), "softmax_rows");
   detail::check_exact_alias_or_disjoint(x.data(), y.data(), x.size(), "softmax_rows");
   if (x.empty()) return;
@@ -169,7 +161,7 @@ template <class T>
   requires elementwise_dtype<T>
 void bias_activation(std::span<const float> acc, std::span<const T> bias, activation a, std::span<T> y,
                      std::size_t cols) {
-  detail::check_rows(acc.size(), cols, "bias_activation");
+  mixprec::detail::check_rows(acc.size(), cols, "bias_activation");
   mixprec::detail::check_same_size(acc.size(), y.size(), "bias_activation");
   if constexpr (std::is_same_v<T, float>)  // the epilogue may run in place on the accumulator
     detail::check_exact_alias_or_disjoint(acc.data(), y.data(), acc.size(), "bias_activation");

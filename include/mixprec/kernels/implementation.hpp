@@ -27,4 +27,5 @@
 #include <mixprec/kernels/detail/dispatch_gemm.hpp>
 #include <mixprec/kernels/detail/dispatch_reduce.hpp>
 #include <mixprec/kernels/detail/dispatch_elementwise.hpp>
+#include <mixprec/kernels/detail/dispatch_optimizer.hpp>
 #endif

@@ -1,5 +1,5 @@
-// Reductions over a span: finiteness, max |x|, float32 sums and dot products, and the one-pass
-// gradient unscaling of loss scaling.
+// Reductions over a span: finiteness, max |x|, float32 sums and dot products, the one-pass
+// gradient unscaling of loss scaling, and running maxima and sums down the columns of a matrix.
 //
 //   std::vector<bfloat16> g = ...;
 //   if (!unscale_and_check_finite<bfloat16>(g, 1.0f / loss_scale)) skip_this_step();
@@ -14,6 +14,7 @@
 //    elements, chunks summed pairwise), with every product rounded to float before it is added
 //    (no fused multiply-add). For float8 the result is exactly sum<float> of the widened values;
 //    double sums in double in the same order and rounds the result to float once.
+//  - column_max is exact; column_sum adds each column in row order, one column per lane.
 //  - A NaN result is the canonical quiet NaN.
 #pragma once
 
@@ -26,6 +27,7 @@
 #include <type_traits>
 
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/reduce_entry_points.hpp>
 #include <mixprec/kernels/detail/summation_order.hpp>
 
@@ -162,6 +164,51 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
   } else {
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (kernels::detail::replaces_maximum(maxima[i % cols], rows[i])) maxima[i % cols] = rows[i];
+  }
+}
+
+namespace detail {
+
+/// column_sum's arguments: x is rows x cols and sums has one entry per column, apart from x.
+template <class In, class Out>
+void check_column_sum(std::span<const In> x, std::span<Out> sums, std::size_t cols) {
+  check_rows(x.size(), cols, "column_sum");
+  if (sums.size() != cols)
+    throw std::invalid_argument("column_sum: sums has " + std::to_string(sums.size()) + " elements but cols = " +
+                                std::to_string(cols) + "; they must match.");
+  check_disjoint(x, sums, "column_sum", "x", "sums");
+}
+
+}  // namespace detail
+
+/// Column sums of the row-major rows x cols matrix x, the bias gradient of a Dense layer:
+/// sums[c] = s_c, or sums[c] += s_c with `accumulate`, where s_c adds x[c], x[cols + c],
+/// x[2 cols + c], ... in row order to a float32 accumulator that starts at +0 (so no rows give
+/// +0), each element widened exactly to float. Every column is a plain sequential sum (the
+/// kernel runs one column per lane), so every target returns the same bits; a NaN result is the
+/// canonical quiet NaN. Throws std::invalid_argument if cols == 0, x.size() is not a multiple of
+/// cols, sums.size() != cols, or sums overlaps x.
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>
+void column_sum(std::span<const T> x, std::span<float> sums, std::size_t cols, bool accumulate = false) {
+  detail::check_column_sum(x, sums, cols);
+  namespace k = kernels::detail;
+  if constexpr (std::is_same_v<T, float>) {
+    k::column_sum_f32(x.data(), x.size(), sums.data(), cols, accumulate);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    k::column_sum_bf16(x.data(), x.size(), sums.data(), cols, accumulate);
+  } else {
+    k::column_sum_f16(x.data(), x.size(), sums.data(), cols, accumulate);
+  }
+}
+
+/// column_sum for a float64 layer: the same sums, in row order, in double.
+inline void column_sum(std::span<const double> x, std::span<double> sums, std::size_t cols, bool accumulate = false) {
+  detail::check_column_sum(x, sums, cols);
+  for (std::size_t c = 0; c < cols; ++c) {
+    double total = 0.0;
+    for (std::size_t i = c; i < x.size(); i += cols) total += x[i];
+    sums[c] = accumulate ? sums[c] + total : total;
   }
 }
 

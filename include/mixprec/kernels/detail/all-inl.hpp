@@ -5,3 +5,4 @@
 #include <mixprec/kernels/detail/gemm-inl.hpp>
 #include <mixprec/kernels/detail/reduce-inl.hpp>
 #include <mixprec/kernels/detail/elementwise-inl.hpp>
+#include <mixprec/kernels/detail/optimizer-inl.hpp>

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -77,6 +78,14 @@ template <std::size_t Count, class F>
 HWY_INLINE void unroll(F&& f) {
   [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>()), ...); }(
       std::make_index_sequence<Count>());
+}
+
+/// NaN lanes replaced by the canonical quiet NaN: which NaN an operation on NaNs returns depends
+/// on operand order (which compilers may swap) and on the instruction set.
+template <class V>
+HWY_INLINE V canonical_nan(V v) {
+  const hn::DFromV<V> d;
+  return hn::IfThenElse(hn::IsNaN(v), hn::Set(d, std::numeric_limits<hn::TFromV<V>>::quiet_NaN()), v);
 }
 
 /// Round to nearest integer, ties to even, for |x| < 2^22 (adding 1.5 * 2^23 leaves no

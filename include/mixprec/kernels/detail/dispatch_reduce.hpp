@@ -22,6 +22,9 @@ HWY_EXPORT(UnscaleAndCheckFiniteF32);
 HWY_EXPORT(UnscaleAndCheckFiniteBF16);
 HWY_EXPORT(UnscaleAndCheckFiniteF16);
 HWY_EXPORT(ColumnMaxF32);
+HWY_EXPORT(ColumnSumF32);
+HWY_EXPORT(ColumnSumBF16);
+HWY_EXPORT(ColumnSumF16);
 
 namespace detail {
 
@@ -72,6 +75,17 @@ MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, 
 }
 MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
   HWY_DYNAMIC_DISPATCH(ColumnMaxF32)(rows, n, maxima, cols);
+}
+MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(ColumnSumF32)(x, n, sums, cols, accumulate);
+}
+MIXPREC_KERNEL_API void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
+                                        bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(ColumnSumBF16)(x, n, sums, cols, accumulate);
+}
+MIXPREC_KERNEL_API void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
+                                       bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(ColumnSumF16)(x, n, sums, cols, accumulate);
 }
 
 }  // namespace detail

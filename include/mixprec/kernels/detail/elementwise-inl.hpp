@@ -30,10 +30,6 @@ MIXPREC_KERNELS_BEGIN
 namespace hn = hwy::HWY_NAMESPACE;
 using VF = hn::Vec<DF>;
 
-HWY_INLINE VF canonical_nan(VF v) {
-  return hn::IfThenElse(hn::IsNaN(v), hn::Set(DF(), std::numeric_limits<float>::quiet_NaN()), v);
-}
-
 /// 2^k for integer lanes k in [-126, 127].
 HWY_INLINE VF power_of_two(hn::Vec<DI> k) {
   return hn::BitCast(DF(), hn::ShiftLeft<23>(hn::Add(k, hn::Set(DI(), 127))));

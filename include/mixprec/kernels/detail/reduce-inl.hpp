@@ -1,7 +1,8 @@
 // Per-target reductions over float, bfloat16 and float16. all_finite and amax are exact integer
 // work on the encodings (sign cleared), so lane count and order cannot change them. sum and dot
 // add in the fixed order of summation_order.hpp, without fused multiply-adds, so they return the
-// same bits on every target. column_max only selects, lane by lane.
+// same bits on every target. column_max only selects, lane by lane; column_sum adds each column
+// in row order, one lane per column, so the vector width never changes an order.
 #if defined(MIXPREC_KERNELS_REDUCE_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MIXPREC_KERNELS_REDUCE_INL_HPP_
 #undef MIXPREC_KERNELS_REDUCE_INL_HPP_
@@ -144,9 +145,23 @@ bool UnscaleAndCheckFinite(T* gradients, std::size_t n, float inv_scale) {
   return hn::AllFalse(di, hn::Gt(largest, hn::Set(di, static_cast<std::int32_t>(format.infinity() - 1))));
 }
 
-/// Vectors of columns column_max carries down the rows at once: 32 float columns on AVX2, in
-/// one pass over the rows.
-constexpr std::size_t kColumnMaxVectors = 4;
+/// Vectors of columns the column kernels (column_max, column_sum) carry down the rows at once:
+/// 32 float columns on AVX2, in one pass over the rows.
+constexpr std::size_t kColumnVectors = 4;
+
+/// Walks the columns [0, cols) of a row-major matrix in blocks of kColumnVectors vectors, then
+/// of single vectors: block(std::integral_constant<std::size_t, Vectors>(), c) handles columns
+/// [c, c + Vectors * lanes). Returns the first column left over (fewer than a vector's worth),
+/// which the caller finishes with scalar code.
+template <class Block>
+HWY_INLINE std::size_t for_each_column_block(std::size_t cols, Block&& block) {
+  const std::size_t lanes = hn::Lanes(DF());
+  std::size_t c = 0;
+  for (; c + kColumnVectors * lanes <= cols; c += kColumnVectors * lanes)
+    block(std::integral_constant<std::size_t, kColumnVectors>(), c);
+  for (; c + lanes <= cols; c += lanes) block(std::integral_constant<std::size_t, 1>(), c);
+  return c;
+}
 
 /// Columns [c, c + Vectors * lanes) of column_max: the maxima stay in registers while the rows
 /// stream by, with a lane-wise select (no arithmetic, so no target can round differently).
@@ -166,17 +181,47 @@ HWY_INLINE void ColumnMaxBlock(const float* rows, std::size_t n, float* maxima, 
   unroll<Vectors>([&](auto v) { hn::StoreU(largest[v], df, maxima + c + v * lanes); });
 }
 
-/// Blocks of columns, then single vectors, then the columns past the last whole vector with the
-/// scalar step.
+/// Column blocks, then the columns past the last whole vector with the scalar step.
 void ColumnMaxF32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
-  const std::size_t lanes = hn::Lanes(DF());
-  std::size_t c = 0;
-  for (; c + kColumnMaxVectors * lanes <= cols; c += kColumnMaxVectors * lanes)
-    ColumnMaxBlock<kColumnMaxVectors>(rows, n, maxima, cols, c);
-  for (; c + lanes <= cols; c += lanes) ColumnMaxBlock<1>(rows, n, maxima, cols, c);
-  for (std::size_t row = 0; c < cols && row < n; row += cols)
-    for (std::size_t j = c; j < cols; ++j)
+  const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
+    ColumnMaxBlock<decltype(vectors)::value>(rows, n, maxima, cols, c);
+  });
+  for (std::size_t row = 0; tail < cols && row < n; row += cols)
+    for (std::size_t j = tail; j < cols; ++j)
       if (kernels::detail::replaces_maximum(maxima[j], rows[row + j])) maxima[j] = rows[row + j];
+}
+
+/// Columns [c, c + Vectors * lanes) of column_sum: one float accumulator per column, starting at
+/// +0 and adding the rows in order, so each lane runs the same sequential sum as the scalar tail.
+template <std::size_t Vectors, class T>
+HWY_INLINE void ColumnSumBlock(const T* x, std::size_t n, float* sums, std::size_t cols, std::size_t c,
+                               bool accumulate) {
+  const DF df;
+  const std::size_t lanes = hn::Lanes(df);
+  hn::Vec<DF> totals[Vectors];
+  for (auto& total : totals) total = hn::Zero(df);
+  for (std::size_t row = c; row < n; row += cols)
+    unroll<Vectors>([&](auto v) { totals[v] = hn::Add(totals[v], load_as_f32(x + row + v * lanes)); });
+  unroll<Vectors>([&](auto v) {
+    float* out = sums + c + v * lanes;
+    const auto result = accumulate ? hn::Add(hn::LoadU(df, out), totals[v]) : totals[v];
+    hn::StoreU(canonical_nan(result), df, out);
+  });
+}
+
+template <class T>
+void ColumnSum(const T* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
+    ColumnSumBlock<decltype(vectors)::value>(x, n, sums, cols, c, accumulate);
+  });
+  // The last columns (fewer than a vector): the same sums, one lane at a time.
+  float totals[kMaxFloatLanes] = {};
+  for (std::size_t row = 0; tail < cols && row < n; row += cols)
+    for (std::size_t j = tail; j < cols; ++j) totals[j - tail] += static_cast<float>(x[row + j]);
+  for (std::size_t j = tail; j < cols; ++j) {
+    const float result = accumulate ? sums[j] + totals[j - tail] : totals[j - tail];
+    sums[j] = result == result ? result : std::numeric_limits<float>::quiet_NaN();
+  }
 }
 
 bool AllFiniteF32(const float* x, std::size_t n) { return AllFinite(x, n); }
@@ -194,6 +239,15 @@ float DotF16(const float16* a, const float16* b, std::size_t n) { return Dot(a, 
 bool UnscaleAndCheckFiniteF32(float* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
 bool UnscaleAndCheckFiniteBF16(bfloat16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
 bool UnscaleAndCheckFiniteF16(float16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+void ColumnSumF32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  ColumnSum(x, n, sums, cols, accumulate);
+}
+void ColumnSumBF16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  ColumnSum(x, n, sums, cols, accumulate);
+}
+void ColumnSumF16(const float16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  ColumnSum(x, n, sums, cols, accumulate);
+}
 
 MIXPREC_KERNELS_END
 

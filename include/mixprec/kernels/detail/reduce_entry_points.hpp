@@ -34,6 +34,13 @@ MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, 
 /// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
 /// n is a multiple of cols, cols > 0.
 MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
+/// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
+/// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
+MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
+MIXPREC_KERNEL_API void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
+                                        bool accumulate);
+MIXPREC_KERNEL_API void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
+                                       bool accumulate);
 
 /// One step of column_max's running maximum: whether `value` takes the place of `largest`. A
 /// NaN already held stays; a NaN met replaces a number; a tie keeps the earlier value. The
