@@ -1,0 +1,404 @@
+// Optimizers with Keras 3's update rules: SGD (momentum, nesterov), Adam (amsgrad) and AdamW,
+// with weight_decay, clipnorm / clipvalue / global_clipnorm, loss_scale_factor and learning-rate
+// schedules. Variables, gradients and every slot live in the VARIABLE dtype (float32 under the
+// mixed policies, float16 under "float16"); the arithmetic is the optimizer kernels'
+// (kernels/optimizer.hpp: float32 math in Keras' order, rounded once per stored value).
+//
+//   optimizers::Adam adam(1e-3);
+//   optimizers::SGD sgd(0.1, /*momentum=*/0.9, /*nesterov=*/true, {.clipnorm = 1.0});
+//   adam.apply(pairs);     // pairs: {gradient span, variable span} per variable, in a fixed order
+//
+// One apply(), in Keras' order: divide the gradients by loss_scale_factor (if set) -> clip (at
+// most one of clipvalue, clipnorm per tensor, global_clipnorm over all) -> decoupled weight decay
+// w -= w * weight_decay * lr -> the optimizer's own step -> iterations += 1. The learning rate
+// (or its schedule) is read at `iterations`, the number of updates applied so far. Everything is
+// checked before anything is written: a rejected apply() leaves the variables, the slots and
+// `iterations` exactly as they were (the gradients, which clipping scales in place, are the
+// caller's scratch).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/optimizer.hpp>
+#include <mixprec/kernels/reduce.hpp>
+#include <mixprec/training/detail/config_reader.hpp>
+#include <mixprec/training/schedules.hpp>
+
+namespace mixprec::optimizers {
+
+/// The arguments every Keras optimizer takes. At most one of the three clips may be set.
+struct options {
+  std::optional<double> weight_decay = std::nullopt;
+  std::optional<double> clipnorm = std::nullopt;
+  std::optional<double> clipvalue = std::nullopt;
+  std::optional<double> global_clipnorm = std::nullopt;
+  /// Keras 3's fixed loss scaling: the loss is multiplied by it and the gradients divided by it.
+  std::optional<double> loss_scale_factor = std::nullopt;
+};
+
+/// One variable and its gradient, both in the variable dtype V.
+template <class V>
+struct gradient_and_variable_of {
+  std::span<V> gradient;
+  std::span<V> variable;
+};
+using gradient_and_variable =
+    std::variant<gradient_and_variable_of<float>, gradient_and_variable_of<bfloat16>, gradient_and_variable_of<float16>,
+                 gradient_and_variable_of<double>>;
+
+enum class optimizer_kind { sgd, adam, adamw };
+
+class Optimizer {
+ public:
+  std::string_view class_name() const { return class_names[static_cast<std::size_t>(kind_)]; }
+  optimizer_kind kind() const { return kind_; }
+  /// Updates applied so far.
+  std::int64_t iterations() const { return iterations_; }
+  const schedules::LearningRate& learning_rate() const { return learning_rate_; }
+  /// The rate the next apply() uses.
+  float current_learning_rate() const { return learning_rate_.at(iterations_); }
+  const options& settings() const { return options_; }
+
+  /// One update of every variable (see the top of this file). The variables must come in the
+  /// same order, sizes and dtypes at every call: the first call creates the slots for them.
+  void apply(std::span<const gradient_and_variable> pairs) {
+    check(pairs);
+    const float lr = current_learning_rate();
+    if (!std::isfinite(lr))
+      throw std::invalid_argument(std::string(class_name()) + ": the learning rate at iteration " +
+                                  std::to_string(iterations_) + " is " + text(lr) + " in float32; it must be finite.");
+    if (!built()) build(pairs);
+    unscale_and_clip(pairs);
+    const float weight_decay = static_cast<float>(options_.weight_decay.value_or(0.0));
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      std::visit(
+          [&](const auto& pair) {
+            using V = typename decltype(pair.variable)::value_type;
+            auto& slots = slots_[i];
+            if (kind_ == optimizer_kind::sgd) {
+              const std::span<V> velocity = momentum_ == 0.0 ? std::span<V>() : std::span<V>(slot<V>(slots, 0));
+              kernels::sgd_update<V>(pair.variable, pair.gradient, velocity,
+                                     {.learning_rate = lr,
+                                      .momentum = static_cast<float>(momentum_),
+                                      .nesterov = nesterov_,
+                                      .weight_decay = weight_decay});
+            } else {
+              const std::span<V> v_hat = amsgrad_ ? std::span<V>(slot<V>(slots, 2)) : std::span<V>();
+              kernels::adam_update<V>(pair.variable, pair.gradient, slot<V>(slots, 0), slot<V>(slots, 1), v_hat,
+                                      {.learning_rate = lr,
+                                       .beta_1 = beta_1_,
+                                       .beta_2 = beta_2_,
+                                       .epsilon = static_cast<float>(epsilon_),
+                                       .iteration = iterations_,
+                                       .weight_decay = weight_decay});
+            }
+          },
+          pairs[i]);
+    }
+    ++iterations_;
+  }
+  void apply(std::initializer_list<gradient_and_variable> pairs) { apply(std::span<const gradient_and_variable>(pairs)); }
+
+  /// Keras' slot names: "momentum" (SGD with momentum; Adam's first moment), "velocity" and
+  /// "velocity_hat" (Adam, the latter with amsgrad).
+  std::vector<std::string_view> slot_names() const {
+    if (kind_ == optimizer_kind::sgd) return momentum_ == 0.0 ? std::vector<std::string_view>{} : std::vector<std::string_view>{"momentum"};
+    if (amsgrad_) return {"momentum", "velocity", "velocity_hat"};
+    return {"momentum", "velocity"};
+  }
+  /// A slot of variable `index`, in the variable dtype V (std::invalid_argument if there is no
+  /// such slot, variable or dtype).
+  template <class V>
+  std::span<const V> slot(std::size_t index, std::string_view name) const {
+    const auto names = slot_names();
+    const auto found = std::find(names.begin(), names.end(), name);
+    if (!built() || index >= slots_.size() || found == names.end())
+      throw std::invalid_argument(std::string(class_name()) + " has no slot '" + std::string(name) + "' for variable " +
+                                  std::to_string(index) + ".");
+    const auto* values = std::get_if<std::vector<V>>(&slots_[index][static_cast<std::size_t>(found - names.begin())]);
+    if (values == nullptr)
+      throw std::invalid_argument(std::string(class_name()) + ": the slots of variable " + std::to_string(index) +
+                                  " are not " + std::string(dtype_name_v<V>) + ".");
+    return *values;
+  }
+
+  /// Keras 3's get_config.
+  nlohmann::ordered_json get_config() const {
+    auto optional = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
+    nlohmann::ordered_json config = {{"name", default_names[static_cast<std::size_t>(kind_)]},
+                                     {"learning_rate", learning_rate_.get_config()},
+                                     {"weight_decay", optional(options_.weight_decay)},
+                                     {"clipnorm", optional(options_.clipnorm)},
+                                     {"global_clipnorm", optional(options_.global_clipnorm)},
+                                     {"clipvalue", optional(options_.clipvalue)},
+                                     {"use_ema", false},
+                                     {"ema_momentum", 0.99},
+                                     {"ema_overwrite_frequency", nullptr},
+                                     {"loss_scale_factor", optional(options_.loss_scale_factor)},
+                                     {"gradient_accumulation_steps", nullptr}};
+    if (kind_ == optimizer_kind::sgd) {
+      config["momentum"] = momentum_;
+      config["nesterov"] = nesterov_;
+    } else {
+      config["beta_1"] = beta_1_;
+      config["beta_2"] = beta_2_;
+      config["epsilon"] = epsilon_;
+      config["amsgrad"] = amsgrad_;
+    }
+    return config;
+  }
+
+  /// From Keras 3's serialized form {"class_name": "Adam", "config": {...}} (or a bare name:
+  /// "sgd", "adam", "adamw", with Keras' defaults). Settings mixprec does not implement
+  /// (use_ema, gradient_accumulation_steps, ...) and unknown keys are errors, never ignored.
+  static Optimizer from_config(const nlohmann::json& serialized);
+
+ protected:
+  Optimizer(optimizer_kind kind, schedules::LearningRate learning_rate, options settings)
+      : kind_(kind), learning_rate_(std::move(learning_rate)), options_(settings) {
+    const std::string owner(class_name());
+    const int clips = options_.clipnorm.has_value() + options_.clipvalue.has_value() + options_.global_clipnorm.has_value();
+    if (clips > 1)
+      throw std::invalid_argument("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. Received: clipnorm=" +
+                                  text(options_.clipnorm) + ", clipvalue=" + text(options_.clipvalue) +
+                                  ", global_clipnorm=" + text(options_.global_clipnorm));
+    for (const auto& [value, name] : {std::pair{options_.clipnorm, "clipnorm"}, std::pair{options_.clipvalue, "clipvalue"},
+                                      std::pair{options_.global_clipnorm, "global_clipnorm"},
+                                      std::pair{options_.weight_decay, "weight_decay"}})
+      if (value && !(*value >= 0.0 && std::isfinite(static_cast<float>(*value))))
+        throw std::invalid_argument(owner + ": `" + name + "` must be a finite number >= 0. Received: " + name + "=" + text(value));
+    if (options_.loss_scale_factor &&
+        !(*options_.loss_scale_factor > 0.0 && std::isfinite(static_cast<float>(*options_.loss_scale_factor))))
+      throw std::invalid_argument(owner + ": `loss_scale_factor` must be a finite number > 0. Received: loss_scale_factor=" +
+                                  text(options_.loss_scale_factor));
+  }
+  void set_sgd(double momentum, bool nesterov) {
+    if (!(momentum >= 0.0 && momentum <= 1.0))
+      throw std::invalid_argument("`momentum` must be a float between [0, 1]. Received: momentum=" + text(momentum));
+    momentum_ = momentum;
+    nesterov_ = nesterov;
+  }
+  void set_adam(double beta_1, double beta_2, double epsilon, bool amsgrad) {
+    for (const auto& [value, name] : {std::pair{beta_1, "beta_1"}, std::pair{beta_2, "beta_2"}})
+      if (!(value >= 0.0 && value < 1.0))
+        throw std::invalid_argument(std::string(class_name()) + ": `" + name + "` must be in [0, 1). Received: " + name + "=" +
+                                    text(value));
+    if (!(epsilon >= 0.0 && std::isfinite(static_cast<float>(epsilon))))
+      throw std::invalid_argument(std::string(class_name()) + ": `epsilon` must be a finite number >= 0. Received: epsilon=" +
+                                  text(epsilon));
+    beta_1_ = beta_1;
+    beta_2_ = beta_2;
+    epsilon_ = epsilon;
+    amsgrad_ = amsgrad;
+  }
+
+ private:
+  static constexpr std::string_view class_names[] = {"SGD", "Adam", "AdamW"};
+  static constexpr std::string_view default_names[] = {"SGD", "adam", "adamw"};
+  using slot_buffer = std::variant<std::vector<float>, std::vector<bfloat16>, std::vector<float16>, std::vector<double>>;
+
+  static std::string text(std::optional<double> value) {
+    return value ? training::detail::number_text(*value) : "None";
+  }
+
+  bool built() const { return built_; }
+
+  template <class V>
+  static std::span<V> slot(std::vector<slot_buffer>& slots, std::size_t k) {
+    return std::get<std::vector<V>>(slots[k]);
+  }
+
+  static std::pair<std::string_view, std::size_t> dtype_and_size(const gradient_and_variable& pair) {
+    return std::visit(
+        [](const auto& p) {
+          using V = typename decltype(p.variable)::value_type;
+          return std::pair<std::string_view, std::size_t>(dtype_name_v<V>, p.variable.size());
+        },
+        pair);
+  }
+
+  /// Everything apply() could reject, before anything is written.
+  void check(std::span<const gradient_and_variable> pairs) const {
+    const std::string owner(class_name());
+    if (built() && pairs.size() != shapes_.size())
+      throw std::invalid_argument(owner + ": apply() received " + std::to_string(pairs.size()) +
+                                  " variables, but the optimizer was built for " + std::to_string(shapes_.size()) + ".");
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      std::visit(
+          [&](const auto& p) {
+            if (p.gradient.size() != p.variable.size())
+              throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " has " +
+                                          std::to_string(p.gradient.size()) + " values for a variable of " +
+                                          std::to_string(p.variable.size()) + ".");
+            const std::less<const void*> before;
+            const void* g0 = p.gradient.data();
+            const void* g1 = p.gradient.data() + p.gradient.size();
+            const void* v0 = p.variable.data();
+            const void* v1 = p.variable.data() + p.variable.size();
+            if (!p.variable.empty() && before(g0, v1) && before(v0, g1))
+              throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " overlaps the variable.");
+          },
+          pairs[i]);
+      if (built() && dtype_and_size(pairs[i]) != shapes_[i])
+        throw std::invalid_argument(owner + ": variable " + std::to_string(i) + " is " +
+                                    std::string(dtype_and_size(pairs[i]).first) + " with " +
+                                    std::to_string(dtype_and_size(pairs[i]).second) + " values, but the optimizer was built for " +
+                                    std::string(shapes_[i].first) + " with " + std::to_string(shapes_[i].second) + ".");
+    }
+  }
+
+  void build(std::span<const gradient_and_variable> pairs) {
+    std::vector<std::vector<slot_buffer>> slots(pairs.size());
+    std::vector<std::pair<std::string_view, std::size_t>> shapes(pairs.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      shapes[i] = dtype_and_size(pairs[i]);
+      std::visit(
+          [&](const auto& p) {
+            using V = typename decltype(p.variable)::value_type;
+            for (std::size_t k = 0; k < slot_names().size(); ++k) slots[i].emplace_back(std::vector<V>(p.variable.size(), V(0.0f)));
+          },
+          pairs[i]);
+    }
+    slots_ = std::move(slots);
+    shapes_ = std::move(shapes);
+    built_ = true;
+  }
+
+  void unscale_and_clip(std::span<const gradient_and_variable> pairs) const {
+    auto each = [&](auto&& f) {
+      for (const auto& pair : pairs) std::visit([&](const auto& p) { f(p.gradient); }, pair);
+    };
+    if (options_.loss_scale_factor)
+      each([&](auto g) { kernels::scale(g, 1.0f, static_cast<float>(*options_.loss_scale_factor)); });
+    if (options_.clipvalue) each([&](auto g) { kernels::clip_by_value(g, static_cast<float>(*options_.clipvalue)); });
+    if (options_.clipnorm) {
+      const float clip = static_cast<float>(*options_.clipnorm);
+      each([&](auto g) {
+        using V = typename decltype(g)::value_type;
+        const float norm = std::sqrt(mixprec::dot<V>(g, g));
+        kernels::scale(g, clip, std::max(norm, clip));
+      });
+    }
+    if (options_.global_clipnorm) {
+      const float clip = static_cast<float>(*options_.global_clipnorm);
+      float squares = 0.0f;
+      each([&](auto g) {
+        using V = typename decltype(g)::value_type;
+        squares += mixprec::dot<V>(g, g);
+      });
+      const float norm = std::sqrt(squares);
+      const float factor = clip * std::min(1.0f / norm, 1.0f / clip) + (norm - norm);  // NaN for a non-finite norm
+      each([&](auto g) { kernels::scale(g, factor); });
+    }
+  }
+
+  optimizer_kind kind_;
+  schedules::LearningRate learning_rate_;
+  options options_;
+  double momentum_ = 0.0;
+  bool nesterov_ = false;
+  double beta_1_ = 0.9;
+  double beta_2_ = 0.999;
+  double epsilon_ = 1e-7;
+  bool amsgrad_ = false;
+  std::int64_t iterations_ = 0;
+  bool built_ = false;
+  std::vector<std::vector<slot_buffer>> slots_;
+  std::vector<std::pair<std::string_view, std::size_t>> shapes_;
+};
+
+struct SGD : Optimizer {
+  explicit SGD(schedules::LearningRate learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
+               options settings = {})
+      : Optimizer(optimizer_kind::sgd, std::move(learning_rate), settings) {
+    set_sgd(momentum, nesterov);
+  }
+};
+
+struct Adam : Optimizer {
+  explicit Adam(schedules::LearningRate learning_rate = 0.001, double beta_1 = 0.9, double beta_2 = 0.999,
+                double epsilon = 1e-7, bool amsgrad = false, options settings = {})
+      : Optimizer(optimizer_kind::adam, std::move(learning_rate), settings) {
+    set_adam(beta_1, beta_2, epsilon, amsgrad);
+  }
+};
+
+/// Adam with decoupled weight decay, 0.004 unless `settings.weight_decay` says otherwise.
+struct AdamW : Optimizer {
+  explicit AdamW(schedules::LearningRate learning_rate = 0.001, double weight_decay = 0.004, double beta_1 = 0.9,
+                 double beta_2 = 0.999, double epsilon = 1e-7, bool amsgrad = false, options settings = {})
+      : Optimizer(optimizer_kind::adamw, std::move(learning_rate), with_weight_decay(settings, weight_decay)) {
+    set_adam(beta_1, beta_2, epsilon, amsgrad);
+  }
+
+ private:
+  static options with_weight_decay(options settings, double weight_decay) {
+    settings.weight_decay = weight_decay;
+    return settings;
+  }
+};
+
+inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
+  using training::detail::shown;
+  if (serialized.is_string()) {
+    const auto name = serialized.get<std::string>();
+    if (name == "sgd" || name == "SGD") return SGD();
+    if (name == "adam" || name == "Adam") return Adam();
+    if (name == "adamw" || name == "AdamW") return AdamW();
+    throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized) +
+                                ". Accepted: sgd, adam, adamw (or SGD, Adam, AdamW).");
+  }
+  if (!serialized.is_object() || !serialized.contains("class_name") || !serialized["class_name"].is_string() ||
+      !serialized.contains("config"))
+    throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized) +
+                                ". Expected {\"class_name\": ..., \"config\": {...}} or a name.");
+  const std::string class_name = serialized["class_name"].get<std::string>();
+  training::detail::config_reader c(serialized["config"], class_name);
+  if (c.has("name")) c.raw("name");  // a label only
+  auto learning_rate = [&](double fallback) {
+    return c.has("learning_rate") ? schedules::LearningRate::from_config(c.raw("learning_rate"))
+                                  : schedules::LearningRate(c.number("learning_rate", fallback));
+  };
+  c.unsupported("use_ema", false);
+  c.number("ema_momentum", 0.99);  // used only with use_ema
+  c.unsupported("ema_overwrite_frequency");
+  c.unsupported("gradient_accumulation_steps");
+  options settings{.weight_decay = c.optional_number("weight_decay"),
+                   .clipnorm = c.optional_number("clipnorm"),
+                   .clipvalue = c.optional_number("clipvalue"),
+                   .global_clipnorm = c.optional_number("global_clipnorm"),
+                   .loss_scale_factor = c.optional_number("loss_scale_factor")};
+  auto finished = [&](Optimizer optimizer) {
+    c.finish();
+    return optimizer;
+  };
+  if (class_name == "SGD")
+    return finished(SGD(learning_rate(0.01), c.number("momentum", 0.0), c.boolean("nesterov", false), settings));
+  if (class_name == "Adam" || class_name == "AdamW") {
+    auto rate = learning_rate(0.001);
+    const double beta_1 = c.number("beta_1", 0.9), beta_2 = c.number("beta_2", 0.999), epsilon = c.number("epsilon", 1e-7);
+    const bool amsgrad = c.boolean("amsgrad", false);
+    if (class_name == "Adam") return finished(Adam(rate, beta_1, beta_2, epsilon, amsgrad, settings));
+    return finished(AdamW(rate, settings.weight_decay.value_or(0.004), beta_1, beta_2, epsilon, amsgrad, settings));
+  }
+  throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized["class_name"]) +
+                              ". Accepted class names: SGD, Adam, AdamW.");
+}
+
+}  // namespace mixprec::optimizers
