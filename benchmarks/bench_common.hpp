@@ -1,6 +1,10 @@
-// Helpers shared by the benchmark programs (header-only, no mixprec headers: bench_gemm_eigen_native
-// includes it too, built with other flags).
+// Helpers shared by the benchmark programs, each of which includes this header first (no Highway:
+// bench_gemm_eigen_native includes it too, built with -march=native).
 #pragma once
+
+// First, before any benchmark includes Eigen: keeps GCC 12's AVX-512 false positive out of
+// -Werror when the benchmarks are built with an AVX-512 -march (the header is Highway-free).
+#include <mixprec/core/detail/x86_intrinsics.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -1,12 +1,10 @@
 // The strongest Eigen baseline for bench_gemm: Eigen's float GEMM built with -march=native (AVX2
 // and FMA here, AVX-512 where the machine has it). A program of its own: Eigen compiled with
 // different -march in two translation units of one program breaks the ODR. It does not include
-// Highway; the one mixprec header it takes keeps GCC 12's AVX-512 false positive out of -Werror.
-#include <mixprec/core/detail/x86_intrinsics.hpp>  // before Eigen
+// Highway.
+#include "bench_common.hpp"
 
 #include <benchmark/benchmark.h>
-
-#include "bench_common.hpp"
 
 #include <cstdint>
 #include <random>
