@@ -1,7 +1,9 @@
 // Elementwise kernels on every supported target: bit-identical results across targets on dense
 // sweeps, every 16-bit pattern, special values, ragged lengths, unaligned starts and in place;
 // accuracy against double references; the 16-bit results are the float results rounded once;
-// softmax, bias_add and bias_activation against their definitions; error paths; double.
+// softmax, bias_add and bias_activation against their definitions; the backward steps of the
+// activations and of softmax against double derivatives (themselves checked against central
+// differences); error paths; double.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,8 +33,9 @@ constexpr float inf = std::numeric_limits<float>::infinity();
 constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
 constexpr std::uint32_t canonical_nan = 0x7FC00000u;
 
-constexpr activation all_activations[] = {activation::linear, activation::relu, activation::gelu,
-                                          activation::sigmoid, activation::tanh, activation::exp};
+constexpr activation all_activations[] = {activation::linear,  activation::relu, activation::gelu,
+                                          activation::gelu_approximate, activation::sigmoid, activation::tanh,
+                                          activation::exp};
 
 template <class T>
 std::uint32_t bits(T v) {
@@ -50,8 +53,12 @@ std::vector<std::uint32_t> bits_of(const std::vector<T>& values) {
 
 /// Independent double references (the stable forms are mathematically the same functions).
 double sigmoid_reference(double x) { return x < 0 ? std::exp(x) / (1 + std::exp(x)) : 1 / (1 + std::exp(-x)); }
-double gelu_two_u(double x) { return 2 * std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x); }
 double gelu_reference(double x) {
+  if (std::isinf(x)) return x > 0 ? x : -0.0;
+  return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // x Phi(x)
+}
+double gelu_two_u(double x) { return 2 * std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x); }
+double gelu_approximate_reference(double x) {
   if (std::isinf(x)) return x > 0 ? x : -0.0;
   return x / (1 + std::exp(-gelu_two_u(x)));  // = 0.5 x (1 + tanh(u)), without its cancellation
 }
@@ -60,6 +67,7 @@ double reference(activation a, double x) {
     case activation::linear: return x;
     case activation::relu: return x > 0 ? x : 0.0;
     case activation::gelu: return gelu_reference(x);
+    case activation::gelu_approximate: return gelu_approximate_reference(x);
     case activation::sigmoid: return sigmoid_reference(x);
     case activation::tanh: return std::tanh(x);
     case activation::exp: return std::exp(x);
@@ -67,13 +75,49 @@ double reference(activation a, double x) {
   return x;
 }
 
-/// |got - want| in float ulps of want (subnormal ulp below 2^-126); inf counts as right only
-/// when want is beyond FLT_MAX's rounding boundary.
+/// a'(x) in double, as the sum of its terms, whose magnitudes bound the rounding error of any
+/// float evaluation (where they cancel, near the minimum of gelu, the derivative has no
+/// relative accuracy to keep). For relu and linear: 1 (they select).
+struct derivative_terms {
+  double first = 0, second = 0;
+  double value() const { return first + second; }
+  double scale() const { return std::fabs(first) + std::fabs(second); }
+};
+derivative_terms derivative_reference(activation a, double x) {
+  switch (a) {
+    case activation::linear:
+    case activation::relu: return {1.0, 0.0};
+    case activation::gelu: {
+      if (std::isinf(x)) return {x > 0 ? 1.0 : 0.0, 0.0};
+      const double density = std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi);
+      return {0.5 * std::erfc(-x / std::sqrt(2.0)), x * density};  // Phi(x) + x phi(x)
+    }
+    case activation::gelu_approximate: {
+      // d/dx of 0.5 x (1 + tanh(u)): 0.5 (1 + tanh(u)) + 0.5 x u' / cosh(u)^2.
+      if (std::isinf(x)) return {x > 0 ? 1.0 : 0.0, 0.0};
+      const double u = gelu_two_u(x) / 2;
+      const double du = std::sqrt(2 / std::numbers::pi) * (1 + 3 * 0.044715 * x * x);
+      return {sigmoid_reference(2 * u), 0.5 * x * du / (std::cosh(u) * std::cosh(u))};
+    }
+    case activation::sigmoid: return {sigmoid_reference(x) * sigmoid_reference(-x), 0.0};
+    case activation::tanh: return {1 / (std::cosh(x) * std::cosh(x)), 0.0};
+    case activation::exp: return {std::exp(x), 0.0};
+  }
+  return {};
+}
+
+/// The float ulp at magnitude |v| (the subnormal ulp below 2^-126).
+double float_ulp(double v) {
+  int exponent = 0;
+  std::frexp(v, &exponent);
+  return std::ldexp(1.0, std::max(exponent - 24, -149));
+}
+
+/// |got - want| in float ulps of want; inf counts as right only when want is beyond FLT_MAX's
+/// rounding boundary.
 double ulp_error(float got, double want) {
   if (std::fabs(want) >= 0x1.ffffffp127) return std::isinf(got) && (got > 0) == (want > 0) ? 0.0 : 1e30;
-  int exponent = 0;
-  std::frexp(want, &exponent);
-  return std::fabs(static_cast<double>(got) - want) / std::ldexp(1.0, std::max(exponent - 24, -149));
+  return std::fabs(static_cast<double>(got) - want) / float_ulp(want);
 }
 
 /// Every 4099-th float bit pattern (about a million, all binades) and a fine grid over [-20, 20].
@@ -209,11 +253,13 @@ TEST_CASE("ragged lengths, unaligned starts and in place") {
 TEST_CASE("accuracy against double references") {
   const auto x = float_sweep();
   std::vector<float> y(x.size());
-  // Measured maxima over every 13th float: exp 0.96, tanh 1.52, sigmoid 2.34 ulp; gelu 14 ulp
-  // for x >= -3, beyond that about 2.4 ulp per unit of |2u| (the rounding of its argument 2u,
-  // magnified by exp).
-  const std::map<activation, double> bound{{activation::exp, 1.0}, {activation::tanh, 2.0}, {activation::sigmoid, 2.5}};
-  for (activation a : {activation::exp, activation::tanh, activation::sigmoid, activation::gelu, activation::relu}) {
+  // Measured maxima over every 13th float: exp 0.96, tanh 1.52, sigmoid 2.34, gelu 5.9 ulp
+  // (everywhere, the negative tail included); gelu_approximate 14 ulp for x >= -3, beyond that
+  // about 2.4 ulp per unit of |2u| (the rounding of its argument 2u, magnified by exp).
+  const std::map<activation, double> bound{
+      {activation::exp, 1.0}, {activation::tanh, 2.0}, {activation::sigmoid, 2.5}, {activation::gelu, 7.0}};
+  for (activation a : {activation::exp, activation::tanh, activation::sigmoid, activation::gelu,
+                       activation::gelu_approximate, activation::relu}) {
     INFO("activation ", static_cast<int>(a));
     kernels::activate<float>(a, x, y);
     double worst = 0;
@@ -226,7 +272,7 @@ TEST_CASE("accuracy against double references") {
       }
       const double error = ulp_error(y[i], want);
       double allowed = 0.0;
-      if (a == activation::gelu) allowed = x[i] >= -3.0f ? 16.0 : 3.0 * std::fabs(gelu_two_u(x[i])) + 4.0;
+      if (a == activation::gelu_approximate) allowed = x[i] >= -3.0f ? 16.0 : 3.0 * std::fabs(gelu_two_u(x[i])) + 4.0;
       else if (a != activation::relu) allowed = bound.at(a);
       if (error - allowed > worst) {
         worst = error - allowed;
@@ -259,8 +305,20 @@ TEST_CASE("special values") {
     CHECK(std::signbit(t[2]));
     const auto r = run(activation::relu, {-0.0f, -1.0f, 2.0f, -inf, inf});
     CHECK(bits_of(r) == bits_of(std::vector<float>{0.0f, 0.0f, 2.0f, 0.0f, inf}));
-    const auto g = run(activation::gelu, {-inf, inf, -0.0f, 0.0f, -1e30f, 1e30f});
-    CHECK(bits_of(g) == bits_of(std::vector<float>{-0.0f, inf, -0.0f, 0.0f, -0.0f, 1e30f}));
+    for (activation gelu : {activation::gelu, activation::gelu_approximate}) {
+      const auto g = run(gelu, {-inf, inf, -0.0f, 0.0f, -1e30f, 1e30f, -20.0f});
+      CHECK(bits_of(g) == bits_of(std::vector<float>{-0.0f, inf, -0.0f, 0.0f, -0.0f, 1e30f, -0.0f}));
+    }
+    // The exact gelu's negative tail keeps its relative accuracy down to the subnormals:
+    // gelu(-13) = -8.0e-38 is normal, gelu(-13.5) = -1.1e-40 subnormal, gelu(-14.5) rounds to -0.
+    const auto tail = run(activation::gelu, {-10.0f, -13.0f, -13.5f, -14.5f});
+    for (std::size_t i = 0; i < tail.size(); ++i) {
+      const double want = gelu_reference(std::vector<double>{-10.0, -13.0, -13.5, -14.5}[i]);
+      CHECK(ulp_error(tail[i], want) <= 7.0);
+    }
+    CHECK(tail[2] < 0.0f);
+    CHECK(tail[2] > -std::numeric_limits<float>::min());
+    CHECK(bits(tail[3]) == bits(-0.0f));
     for (activation a : all_activations) {
       const auto n = run(a, {qnan, -qnan, signaling, std::bit_cast<float>(0x7FC12345u)});
       if (a == activation::linear) {
@@ -457,4 +515,401 @@ TEST_CASE("double runs scalar double math") {
   kernels::bias_activation<double>(std::vector<float>{1.0f, -2.0f, 3.0f, -4.0f}, std::vector<double>{0.5, 0.5},
                                    activation::relu, y, 2);
   CHECK(y == std::vector<double>{1.5, 0.0, 3.5, 0.0});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward steps.
+
+namespace {
+
+template <class T>
+std::vector<std::uint32_t> backward_bits(activation a, const std::vector<T>& x, const std::vector<T>& dy) {
+  std::vector<T> dx(x.size());
+  kernels::activation_backward<T>(a, x, dy, dx);
+  return bits_of(dx);
+}
+
+/// Incoming gradients for a sweep: normal values of both signs over many binades, with zeros,
+/// infinities and NaN among them.
+std::vector<float> gradient_sweep(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> binade(-20, 20);
+  std::vector<float> dy(n);
+  for (auto& v : dy) v = std::ldexp(normal(rng), binade(rng));
+  const float specials[] = {0.0f, -0.0f, inf, -inf, qnan, 1.0f, -1.0f};
+  for (std::size_t i = 0; i < n; i += 97) dy[i] = specials[(i / 97) % std::size(specials)];
+  return dy;
+}
+
+/// f'(x) by central differences of the double reference f, and a bound on their rounding
+/// error (eps |f| / h). h shrinks with |x| like the scale on which the Gaussian tails vary, so
+/// that the truncation error h^2 f''' / 6 stays below 1e-8 of f' on [-12, 12].
+struct difference {
+  double slope, rounding;
+};
+difference central_difference(activation a, double x) {
+  const double h = 1e-5 / std::max(1.0, std::fabs(x));
+  return {(reference(a, x + h) - reference(a, x - h)) / (2 * h),
+          4 * std::numeric_limits<double>::epsilon() * std::fabs(reference(a, x)) / h};
+}
+
+/// Short spans at unaligned starts, out of place and in place (dx = dy), against the long result.
+template <class T>
+void check_backward_ragged_and_in_place(activation a, const std::vector<T>& x, const std::vector<T>& dy) {
+  std::vector<T> full(x.size());
+  kernels::activation_backward<T>(a, x, dy, full);
+  for (std::size_t offset = 0; offset < 4; ++offset) {
+    for (std::size_t n = 0; n <= 2 * 16 + 1; ++n) {
+      const auto xs = std::span<const T>(x).subspan(offset, n);
+      std::vector<T> dx(n + 1, T(7.0f));
+      kernels::activation_backward<T>(a, xs, std::span<const T>(dy).subspan(offset, n), std::span<T>(dx).first(n));
+      std::vector<T> in_place(dy.begin() + offset, dy.begin() + offset + n + 1);
+      kernels::activation_backward<T>(a, xs, std::span<const T>(in_place).first(n), std::span<T>(in_place).first(n));
+      for (std::size_t i = 0; i < n; ++i) {
+        REQUIRE(bits(dx[i]) == bits(full[offset + i]));
+        REQUIRE(bits(in_place[i]) == bits(full[offset + i]));
+      }
+      REQUIRE(bits(dx[n]) == bits(T(7.0f)));  // nothing written past the end
+      REQUIRE(bits(in_place[n]) == bits(dy[offset + n]));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("activation_backward returns the same bits on every target") {
+  const auto x = float_sweep();
+  const auto dy = gradient_sweep(x.size(), 11);
+  const auto bf16 = all_patterns<bfloat16>();
+  const auto f16 = all_patterns<float16>();
+  const auto dy_bf16 = narrow<bfloat16>(gradient_sweep(bf16.size(), 12));
+  const auto dy_f16 = narrow<float16>(gradient_sweep(f16.size(), 13));
+  for (activation a : all_activations) {
+    INFO("activation ", static_cast<int>(a));
+    check_identical_on_every_target([&] { return backward_bits(a, x, dy); });
+    check_identical_on_every_target([&] { return backward_bits(a, bf16, dy_bf16); });
+    check_identical_on_every_target([&] { return backward_bits(a, f16, dy_f16); });
+  }
+}
+
+TEST_CASE("16-bit activation_backward is the float result rounded once") {
+  const auto bf16 = all_patterns<bfloat16>();
+  const auto f16 = all_patterns<float16>();
+  const auto dy_bf16 = narrow<bfloat16>(gradient_sweep(bf16.size(), 21));
+  const auto dy_f16 = narrow<float16>(gradient_sweep(f16.size(), 22));
+  for_each_target([&](const std::string&) {
+    for (activation a : all_activations) {
+      INFO("activation ", static_cast<int>(a));
+      if (a == activation::linear) {  // copies dy's bits
+        CHECK(backward_bits(a, bf16, dy_bf16) == bits_of(dy_bf16));
+        CHECK(backward_bits(a, f16, dy_f16) == bits_of(dy_f16));
+        continue;
+      }
+      std::vector<float> wide(bf16.size());
+      kernels::activation_backward<float>(a, widen(bf16), widen(dy_bf16), wide);
+      CHECK(backward_bits(a, bf16, dy_bf16) == bits_of(narrow<bfloat16>(wide)));
+      wide.resize(f16.size());
+      kernels::activation_backward<float>(a, widen(f16), widen(dy_f16), wide);
+      CHECK(backward_bits(a, f16, dy_f16) == bits_of(narrow<float16>(wide)));
+    }
+  });
+}
+
+TEST_CASE("activation_backward: ragged lengths, unaligned starts and in place") {
+  const auto x = random_values<float>(64, 31, 3.0f);
+  const auto dy = random_values<float>(64, 32, 1.0f);
+  const auto xb = random_values<bfloat16>(64, 33, 3.0f);
+  const auto dyb = random_values<bfloat16>(64, 34, 1.0f);
+  const auto xh = random_values<float16>(64, 35, 3.0f);
+  const auto dyh = random_values<float16>(64, 36, 1.0f);
+  for_each_target([&](const std::string&) {
+    for (activation a : all_activations) {
+      INFO("activation ", static_cast<int>(a));
+      check_backward_ragged_and_in_place(a, x, dy);
+      check_backward_ragged_and_in_place(a, xb, dyb);
+      check_backward_ragged_and_in_place(a, xh, dyh);
+    }
+  });
+}
+
+TEST_CASE("the double derivatives (the test references and the double kernel) agree with central differences") {
+  for (activation a : all_activations) {
+    INFO("activation ", static_cast<int>(a));
+    for (int i = -1200; i <= 1200; ++i) {
+      const double x = i / 100.0 + 0.003;  // off the kinks of relu
+      const auto [want, rounding] = central_difference(a, x);
+      const auto terms = derivative_reference(a, x);
+      const double slope = a == activation::relu ? (x > 0 ? 1.0 : 0.0) : terms.value();
+      INFO("x = ", x);
+      REQUIRE(std::fabs(slope - want) <= 1e-7 * std::max(terms.scale(), std::fabs(want)) + rounding);
+      // The double kernel, on a few points of the same grid.
+      if (i % 10 == 0) {
+        std::vector<double> dx(1);
+        kernels::activation_backward<double>(a, std::vector<double>{x}, std::vector<double>{1.5}, dx);
+        REQUIRE(dx[0] == doctest::Approx(1.5 * slope).epsilon(1e-13).scale(terms.scale()));
+      }
+    }
+  }
+}
+
+TEST_CASE("activation_backward accuracy against double derivatives") {
+  const auto x = float_sweep();
+  const std::vector<float> ones(x.size(), 1.0f);
+  std::vector<float> dx(x.size());
+  // With dy = 1, dx is the float derivative itself. Its error, in ulps of the sum of the
+  // magnitudes of its terms (the derivative itself where there is one term). Measured maxima
+  // over every 13th float: exp 0.96, sigmoid' 4.1, tanh' 4.1, gelu' 6.1, gelu_approximate'
+  // 12.8 for x >= -3 and about 2.7 ulp per unit of |2u| below (like its function); where
+  // e^-|2u| is subnormal (x < -10.2, |derivative| < 1e-36) only the absolute error stays small.
+  const std::map<activation, double> bound{{activation::exp, 1.0},
+                                           {activation::sigmoid, 4.5},
+                                           {activation::tanh, 4.5},
+                                           {activation::gelu, 7.0},
+                                           {activation::gelu_approximate, 16.0}};
+  for (const auto& [a, allowed_ulps] : bound) {
+    INFO("activation ", static_cast<int>(a));
+    kernels::activation_backward<float>(a, x, ones, dx);
+    double worst = 0;
+    float worst_at = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const auto terms = derivative_reference(a, x[i]);
+      if (std::isnan(x[i])) {
+        REQUIRE(std::bit_cast<std::uint32_t>(dx[i]) == canonical_nan);
+        continue;
+      }
+      if (std::fabs(terms.scale()) >= 0x1.ffffffp127) {  // e^x beyond FLT_MAX
+        REQUIRE(dx[i] == inf);
+        continue;
+      }
+      double allowed = allowed_ulps;
+      if (a == activation::gelu_approximate && x[i] < -3.0f) allowed = 3.0 * std::fabs(gelu_two_u(x[i])) + 8.0;
+      const double error = std::fabs(dx[i] - terms.value());
+      double excess = error / float_ulp(terms.scale()) - allowed;
+      if (a == activation::gelu_approximate && error <= 0x1p-138) excess = 0;  // the subnormal e
+      if (excess > worst) {
+        worst = excess;
+        worst_at = x[i];
+      }
+    }
+    INFO("worst excess at x = ", worst_at);
+    CHECK(worst <= 0.0);
+    // Any other dy: the float derivative times dy, rounded once.
+    const auto dy = gradient_sweep(x.size(), 41);
+    std::vector<float> scaled(x.size());
+    kernels::activation_backward<float>(a, x, dy, scaled);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float want = dy[i] * dx[i];
+      REQUIRE(bits(scaled[i]) == (std::isnan(want) ? canonical_nan : bits(want)));
+    }
+  }
+}
+
+TEST_CASE("activation_backward special values") {
+  const auto run = [](activation a, std::vector<float> x, std::vector<float> dy) {
+    kernels::activation_backward<float>(a, x, dy, dy);
+    return dy;
+  };
+  const float signaling = std::bit_cast<float>(0xFF800001u);
+  for_each_target([&](const std::string&) {
+    // relu selects: dy where x > 0, else +0 (relu'(0) = 0, NaN x gives 0, dy there is not used).
+    CHECK(bits_of(run(activation::relu, {-0.0f, 0.0f, qnan, -1.0f, 2.0f, inf, -inf, -1.0f, 0x1p-149f},
+                      {5.0f, 5.0f, 5.0f, -5.0f, -5.0f, 5.0f, 5.0f, qnan, 3.0f})) ==
+          bits_of(std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f, -5.0f, 5.0f, 0.0f, 0.0f, 3.0f}));
+    CHECK(std::bit_cast<std::uint32_t>(run(activation::relu, {1.0f}, {signaling})[0]) == canonical_nan);
+    // linear copies dy, NaN payloads included.
+    CHECK(std::bit_cast<std::uint32_t>(run(activation::linear, {qnan}, {signaling})[0]) == 0xFF800001u);
+    // The limits at +-inf, the values at 0.
+    const std::vector<float> ends{-inf, inf, 0.0f, -0.0f, -1e30f, 1e30f};
+    const std::vector<float> ones(ends.size(), 1.0f);
+    CHECK(run(activation::gelu, ends, ones) == std::vector<float>{0.0f, 1.0f, 0.5f, 0.5f, 0.0f, 1.0f});
+    CHECK(run(activation::gelu_approximate, ends, ones) == std::vector<float>{0.0f, 1.0f, 0.5f, 0.5f, 0.0f, 1.0f});
+    CHECK(run(activation::sigmoid, ends, ones) == std::vector<float>{0.0f, 0.0f, 0.25f, 0.25f, 0.0f, 0.0f});
+    CHECK(run(activation::tanh, ends, ones) == std::vector<float>{0.0f, 0.0f, 1.0f, 1.0f, 0.0f, 0.0f});
+    CHECK(run(activation::exp, {-inf, 0.0f, -0.0f, -1e30f}, {1.0f, 1.0f, 1.0f, 1.0f}) ==
+          std::vector<float>{0.0f, 1.0f, 1.0f, 0.0f});
+    CHECK(run(activation::exp, {89.0f, inf}, {1e-30f, 2.0f}) == std::vector<float>{inf, inf});  // e^x overflows first
+    // gelu' is tiny and negative in the tail: -x phi(x) dominates.
+    const float tail = run(activation::gelu, {-12.0f}, {1.0f})[0];
+    CHECK(ulp_error(tail, derivative_reference(activation::gelu, -12.0).value()) <= 7.0);
+    CHECK(tail < 0.0f);
+    // NaN x or dy give NaN, except for relu and linear (above); so does 0 * inf.
+    for (activation a : {activation::gelu, activation::gelu_approximate, activation::sigmoid, activation::tanh,
+                         activation::exp}) {
+      INFO("activation ", static_cast<int>(a));
+      const auto n = run(a, {qnan, signaling, 1.0f, -1.0f, 0.5f}, {1.0f, 1.0f, qnan, signaling, inf * 0.0f});
+      for (float v : n) CHECK(std::bit_cast<std::uint32_t>(v) == canonical_nan);
+    }
+    CHECK(std::bit_cast<std::uint32_t>(run(activation::exp, {100.0f}, {0.0f})[0]) == canonical_nan);  // 0 * inf
+    CHECK(std::bit_cast<std::uint32_t>(run(activation::sigmoid, {0.0f}, {inf})[0]) == 0x7F800000u);
+  });
+}
+
+namespace {
+
+template <class T>
+std::vector<std::uint32_t> softmax_backward_bits(const std::vector<T>& y, const std::vector<T>& dy, std::size_t cols) {
+  std::vector<T> dx(y.size());
+  kernels::softmax_rows_backward<T>(y, dy, dx, cols);
+  return bits_of(dx);
+}
+
+}  // namespace
+
+TEST_CASE("softmax_rows_backward") {
+  std::vector<std::size_t> widths;
+  for (std::size_t c = 1; c <= 40; ++c) widths.push_back(c);
+  for (std::size_t c : {255, 2049, 5000}) widths.push_back(c);
+  for (std::size_t cols : widths) {
+    INFO("cols = ", cols);
+    std::vector<float> y(3 * cols);
+    kernels::softmax_rows<float>(random_values<float>(3 * cols, static_cast<std::uint32_t>(cols), 3.0f), y, cols);
+    const auto dy = random_values<float>(3 * cols, static_cast<std::uint32_t>(cols + 100), 1.0f);
+    const auto yb = narrow<bfloat16>(y), dyb = narrow<bfloat16>(dy);
+    const auto yh = narrow<float16>(y), dyh = narrow<float16>(dy);
+    check_identical_on_every_target([&] { return softmax_backward_bits(y, dy, cols); });
+    check_identical_on_every_target([&] { return softmax_backward_bits(yb, dyb, cols); });
+    check_identical_on_every_target([&] { return softmax_backward_bits(yh, dyh, cols); });
+
+    std::vector<float> dx(y.size());
+    kernels::softmax_rows_backward<float>(y, dy, dx, cols);
+    for (std::size_t row = 0; row < 3; ++row) {
+      double weighted = 0, magnitude = 0;
+      for (std::size_t c = row * cols; c < (row + 1) * cols; ++c) {
+        weighted += static_cast<double>(dy[c]) * y[c];
+        magnitude += std::fabs(static_cast<double>(dy[c]) * y[c]);
+      }
+      // The float sum: each product (2^-24 relative) and the pairwise additions (2^-24 per
+      // level); then one subtraction and one product, each rounded.
+      const double sum_error = magnitude * 0x1p-24 * (2.0 + std::log2(static_cast<double>(cols)) + 64.0);
+      for (std::size_t c = row * cols; c < (row + 1) * cols; ++c) {
+        const double want = y[c] * (dy[c] - weighted);
+        const double allowed = y[c] * sum_error + std::fabs(want) * 0x1p-23 + y[c] * std::fabs(dy[c] - weighted) * 0x1p-24;
+        REQUIRE(std::fabs(dx[c] - want) <= allowed);
+      }
+    }
+    // In place over dy gives the same bits.
+    auto in_place = dy;
+    kernels::softmax_rows_backward<float>(y, in_place, in_place, cols);
+    CHECK(bits_of(in_place) == bits_of(dx));
+    // 16-bit rows: the float result on the widened rows, rounded once.
+    for_each_target([&](const std::string&) {
+      std::vector<float> wide(y.size());
+      kernels::softmax_rows_backward<float>(widen(yb), widen(dyb), wide, cols);
+      CHECK(softmax_backward_bits(yb, dyb, cols) == bits_of(narrow<bfloat16>(wide)));
+      kernels::softmax_rows_backward<float>(widen(yh), widen(dyh), wide, cols);
+      CHECK(softmax_backward_bits(yh, dyh, cols) == bits_of(narrow<float16>(wide)));
+    });
+  }
+  for_each_target([&](const std::string&) {
+    // y one-hot: dx = 0 everywhere (the sum is dy of the hot class). A NaN in y or dy makes
+    // its row NaN.
+    CHECK(softmax_backward_bits<float>({0.0f, 1.0f, 0.0f}, {3.0f, -2.0f, 7.0f}, 3) ==
+          bits_of(std::vector<float>{0.0f, 0.0f, 0.0f}));
+    const auto nan_rows =
+        softmax_backward_bits<float>({0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f}, {1.0f, qnan, 1.0f, 2.0f, 1.0f, 2.0f}, 2);
+    CHECK(std::vector<std::uint32_t>(nan_rows.begin(), nan_rows.begin() + 2) ==
+          std::vector<std::uint32_t>{canonical_nan, canonical_nan});
+    const auto other_rows = softmax_backward_bits<float>({0.2f, 0.8f, 0.3f, 0.7f}, {1.0f, 2.0f, 1.0f, 2.0f}, 2);
+    CHECK(std::vector<std::uint32_t>(nan_rows.begin() + 2, nan_rows.end()) == other_rows);  // rows stay apart
+    for (std::uint32_t b : softmax_backward_bits<float>({0.5f, qnan}, {1.0f, 2.0f}, 2)) CHECK(b == canonical_nan);
+  });
+}
+
+TEST_CASE("softmax_rows_backward is the gradient of softmax_rows (central differences)") {
+  // L(x) = sum_c dy_c softmax(x)_c; dL/dx_j = (y (dy - dot(dy, y)))_j, in double.
+  const std::vector<double> x{0.3, -1.2, 2.0, 0.7, -0.4, 1.1};
+  const std::vector<double> dy{1.0, -0.5, 0.25, 2.0, -1.5, 0.75};
+  const std::size_t cols = 3;
+  std::vector<double> y(x.size()), dx(x.size());
+  kernels::softmax_rows<double>(x, y, cols);
+  kernels::softmax_rows_backward<double>(y, dy, dx, cols);
+  const auto loss = [&](std::vector<double> at) {
+    std::vector<double> p(at.size());
+    kernels::softmax_rows<double>(at, p, cols);
+    double total = 0;
+    for (std::size_t i = 0; i < p.size(); ++i) total += dy[i] * p[i];
+    return total;
+  };
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    auto plus = x, minus = x;
+    plus[j] += 1e-6;
+    minus[j] -= 1e-6;
+    CHECK(dx[j] == doctest::Approx((loss(plus) - loss(minus)) / 2e-6).epsilon(1e-7).scale(1.0));
+  }
+  // The float kernel agrees with the double one to float accuracy.
+  std::vector<float> yf(y.begin(), y.end()), dyf(dy.begin(), dy.end()), dxf(x.size());
+  kernels::softmax_rows_backward<float>(yf, dyf, dxf, cols);
+  for (std::size_t j = 0; j < x.size(); ++j) CHECK(dxf[j] == doctest::Approx(dx[j]).epsilon(1e-6).scale(1.0));
+}
+
+TEST_CASE("backward size and overlap errors") {
+  std::vector<float> x(6), dy(6), dx(6), short_dx(5);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward<float>(activation::relu, x, dy, short_dx),
+                       "activation_backward: x has 6 elements, dy 6 and dx 5; they must match.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward<float>(activation::relu, std::span<const float>(x).first(4), dy, dx),
+                       "activation_backward: x has 4 elements, dy 6 and dx 6; they must match.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward<float>(activation::gelu, std::span<const float>(dy).first(4),
+                                                           std::span<const float>(dy).subspan(1, 4),
+                                                           std::span<float>(dy).subspan(1, 4)),
+                       "activation_backward: dx overlaps x; only dy may be overwritten (in place, as the same span).",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward<float>(activation::gelu, x, x, x),  // in place over x
+                       "activation_backward: dx overlaps x; only dy may be overwritten (in place, as the same span).",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward<float>(activation::tanh, std::span<const float>(x).first(4),
+                                                           std::span<const float>(dy).first(4),
+                                                           std::span<float>(dy).subspan(2, 4)),
+                       "activation_backward: dx overlaps dy without being the same span.", std::invalid_argument);
+  kernels::activation_backward<float>(activation::tanh, x, dy, dy);  // in place over dy
+  kernels::activation_backward<float>(activation::tanh, std::span<const float>{}, std::span<const float>{}, std::span<float>{});
+  std::vector<double> xd(3), dyd(3);
+  CHECK_THROWS_AS(kernels::activation_backward<double>(activation::relu, xd, dyd, std::span<double>(xd)),
+                  std::invalid_argument);
+
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(x, dy, dx, 0),
+                       "softmax_rows_backward: cols must be positive, got 0.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(x, dy, dx, 4),
+                       "softmax_rows_backward: the size 6 is not a multiple of cols = 4.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(x, dy, short_dx, 3),
+                       "softmax_rows_backward: y has 6 elements, dy 6 and dx 5; they must match.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(x, std::span<const float>(dy).first(3), dx, 3),
+                       "softmax_rows_backward: y has 6 elements, dy 3 and dx 6; they must match.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(x, dy, x, 3),
+                       "softmax_rows_backward: dx overlaps y; only dy may be overwritten (in place, as the same span).",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::softmax_rows_backward<float>(std::span<const float>(x).first(3),
+                                                             std::span<const float>(dy).first(3),
+                                                             std::span<float>(dy).subspan(1, 3), 3),
+                       "softmax_rows_backward: dx overlaps dy without being the same span.", std::invalid_argument);
+  kernels::softmax_rows_backward<float>(x, dy, dy, 3);  // in place over dy
+  kernels::softmax_rows_backward<float>(std::span<const float>{}, std::span<const float>{}, std::span<float>{}, 3);
+}
+
+TEST_CASE("backward in double runs scalar double math") {
+  const std::vector<double> x{-3.0, -0.0, 0.5, 2.0, -30.0, 30.0, -800.0, 800.0};
+  const std::vector<double> dy{1.5, -2.0, 0.25, 1.0, 3.0, -1.0, 2.0, 0.5};
+  for (activation a : all_activations) {
+    INFO("activation ", static_cast<int>(a));
+    std::vector<double> dx(x.size());
+    kernels::activation_backward<double>(a, x, dy, dx);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      INFO("x = ", x[i]);
+      const auto terms = derivative_reference(a, x[i]);
+      double want = dy[i] * terms.value();
+      if (a == activation::relu) want = x[i] > 0 ? dy[i] : 0.0;
+      if (std::isinf(want)) CHECK(dx[i] == want);
+      else CHECK(std::fabs(dx[i] - want) <= 1e-13 * std::fabs(dy[i]) * terms.scale());
+    }
+  }
+  // dx may be dy itself.
+  std::vector<double> in_place = dy;
+  kernels::activation_backward<double>(activation::gelu, x, in_place, in_place);
+  std::vector<double> apart(x.size());
+  kernels::activation_backward<double>(activation::gelu, x, dy, apart);
+  CHECK(in_place == apart);
+  std::vector<double> relu_dx(2);
+  kernels::activation_backward<double>(activation::relu, std::vector<double>{std::nan(""), 0.0}, std::vector<double>{1.0, 1.0},
+                                       relu_dx);
+  CHECK(relu_dx == std::vector<double>{0.0, 0.0});
 }

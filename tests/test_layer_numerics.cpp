@@ -35,7 +35,9 @@ double activation_reference(activation_kind kind, double x) {
     case activation_kind::sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case activation_kind::tanh: return std::tanh(x);
     case activation_kind::exponential: return std::exp(x);
-    case activation_kind::gelu: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
+    case activation_kind::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case activation_kind::gelu_approximate:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
     default: return x;
   }
 }
@@ -64,8 +66,8 @@ TEST_CASE_TEMPLATE("Dense with every activation", C, float, bfloat16, float16, d
   constexpr std::size_t batch = 7, in = 37, units = 13;
   const auto x = random_tensor<C, dynamic, in>(batch, 1);
   for (activation_kind kind : {activation_kind::linear, activation_kind::relu, activation_kind::gelu,
-                               activation_kind::sigmoid, activation_kind::tanh, activation_kind::exponential,
-                               activation_kind::softmax}) {
+                               activation_kind::gelu_approximate, activation_kind::sigmoid, activation_kind::tanh,
+                               activation_kind::exponential, activation_kind::softmax}) {
     CAPTURE(activation_name(kind));
     std::vector<double> y(batch * units), ref(batch * units), bound(batch * units);
     const auto run = [&]<class A>(A) {
@@ -89,6 +91,7 @@ TEST_CASE_TEMPLATE("Dense with every activation", C, float, bfloat16, float16, d
       case activation_kind::linear: run(activations::linear{}); break;
       case activation_kind::relu: run(activations::relu{}); break;
       case activation_kind::gelu: run(activations::gelu{}); break;
+      case activation_kind::gelu_approximate: run(activations::gelu_approximate{}); break;
       case activation_kind::sigmoid: run(activations::sigmoid{}); break;
       case activation_kind::tanh: run(activations::tanh{}); break;
       case activation_kind::exponential: run(activations::exponential{}); break;

@@ -1,30 +1,45 @@
-// Elementwise kernels in a layer's compute dtype: activations, bias adds, row softmax and the
-// fused dense epilogue (bias + activation on a float32 accumulator, rounded once).
+// Elementwise kernels in a layer's compute dtype: activations and their backward steps, bias
+// adds, row softmax forward and backward, and the fused dense epilogue (bias + activation on a
+// float32 accumulator, rounded once).
 //
 //   kernels::activate<bfloat16>(kernels::activation::gelu, x, y);
 //   kernels::bias_activation<bfloat16>(acc, bias, kernels::activation::relu, y, units);
 //   kernels::softmax_rows<float>(logits, probabilities, classes);
+//   kernels::activation_backward<bfloat16>(kernels::activation::gelu, x, dy, dx);   // dx = dy gelu'(x)
+//   kernels::softmax_rows_backward<float>(probabilities, dy, dx, classes);
 //
 // float, bfloat16 and float16 run Highway kernels (dispatched to the best target): each element
 // is widened exactly to float, computed in float32 and rounded once to T, to nearest even, as
-// convert rounds. exp, tanh and sigmoid are mixprec's own, written with plain float operations so
-// that the results are bit-identical on every target (detail/elementwise-inl.hpp). Measured
-// against double over every 13th float: exp 0.96 ulp, tanh 1.52 ulp, sigmoid 2.34 ulp; gelu
-// 14 ulp for x >= -3, and below that the rounding of its argument 2u, magnified by exp, allows
-// about 2.4 ulp per unit of |2u| (where gelu(x) is below 1e-5 in magnitude). double runs scalar
-// double math with the std:: functions (what layers under a float64 policy use).
+// convert rounds. exp, tanh, sigmoid, erfc (inside gelu) and the derivatives are mixprec's own,
+// written with plain float operations so that the results are bit-identical on every target
+// (detail/elementwise-inl.hpp). Measured against double over every 13th float: exp 0.96 ulp,
+// tanh 1.52 ulp, sigmoid 2.34 ulp, gelu 5.9 ulp (everywhere, the negative tail down to the
+// subnormals included); gelu_approximate 14 ulp for x >= -3, and below that the rounding of its
+// argument 2u, magnified by exp, allows about 2.4 ulp per unit of |2u| (where it is below 1e-5
+// in magnitude). double runs scalar double math with the std:: functions (what layers under a
+// float64 policy use).
 //
 // Activations:
-//   linear   y = x (bits copied, NaN payloads included)
-//   relu     max(x, 0); relu(-0) = +0 (never negative), relu(NaN) = NaN
-//   gelu     tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), evaluated as the
-//            equal x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), which does not cancel for x < 0;
-//            gelu(-inf) = -0 (the limit)
-//   sigmoid  1 / (1 + exp(-x)), without overflow: sigmoid(-inf) = 0, tiny results stay accurate
-//   tanh     tanh(+-inf) = +-1, tanh(-0) = -0
-//   exp      exp(+inf) = inf, exp(-inf) = 0, overflow (x > 88.72) gives inf
+//   linear            y = x (bits copied, NaN payloads included)
+//   relu              max(x, 0); relu(-0) = +0 (never negative), relu(NaN) = NaN
+//   gelu              exact, x Phi(x) = 0.5 x erfc(-x / sqrt(2)) with Phi the standard normal CDF
+//                     (Keras' default, approximate=False); gelu(-inf) = -0, gelu(+inf) = +inf
+//   gelu_approximate  the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+//                     (Keras' approximate=True), evaluated as the equal
+//                     x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), which does not cancel for
+//                     x < 0; gelu_approximate(-inf) = -0 (the limit)
+//   sigmoid           1 / (1 + exp(-x)), without overflow: sigmoid(-inf) = 0, tiny results stay accurate
+//   tanh              tanh(+-inf) = +-1, tanh(-0) = -0
+//   exp               exp(+inf) = inf, exp(-inf) = 0, overflow (x > 88.72) gives inf
 // NaN in gives NaN out; for the kernel dtypes every NaN result is the canonical quiet NaN
 // (except linear, which copies).
+//
+// Derivatives (activation_backward, float32, dy = 1), measured the same way in ulps of the sum
+// of the magnitudes of their terms (the only meaningful measure where the terms cancel, as
+// gelu' does at its root x = -0.7518): exp 0.96, sigmoid 4.1, tanh 4.1, gelu 6.1 (relative to
+// the derivative itself 5.4 ulp below x = -3, 3.4 on [0, 3)), gelu_approximate 12.8 for
+// x >= -3 and about 2.7 ulp per unit of |2u| below, where the tiny derivative (below 1e-36)
+// keeps only an absolute accuracy of 2^-138 once e^-|2u| is subnormal (x < -10.2).
 #pragma once
 
 #include <algorithm>
@@ -56,15 +71,30 @@ inline double sigmoid_f64(double x) {
   return (x < 0.0 ? e : 1.0) / (1.0 + e);
 }
 
+/// sigmoid(x) sigmoid(-x) = e / (1 + e)^2 with e = e^-|x|: no cancellation, no overflow.
+inline double sigmoid_slope_f64(double x) {
+  const double e = std::exp(-std::fabs(x));
+  return e / ((1.0 + e) * (1.0 + e));
+}
+
+/// 2u = 2 sqrt(2/pi) (x + 0.044715 x^3) of gelu_approximate, and its derivative.
+inline double gelu_approximate_two_u_f64(double x) {
+  return 2.0 * std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+}
+inline double gelu_approximate_two_u_slope_f64(double x) {
+  return 2.0 * std::sqrt(2.0 / std::numbers::pi) * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
 inline double activate_f64(activation a, double x) {
   switch (a) {
     case activation::linear: return x;
     case activation::relu: return x <= 0.0 ? 0.0 : x;
-    case activation::gelu: {
+    case activation::gelu:
       if (x == -std::numeric_limits<double>::infinity()) return -0.0;
-      const double two_u = 2.0 * std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
-      return x * sigmoid_f64(two_u);
-    }
+      return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
+    case activation::gelu_approximate:
+      if (x == -std::numeric_limits<double>::infinity()) return -0.0;
+      return x * sigmoid_f64(gelu_approximate_two_u_f64(x));
     case activation::sigmoid: return sigmoid_f64(x);
     case activation::tanh: return std::tanh(x);
     case activation::exp: return std::exp(x);
@@ -72,13 +102,62 @@ inline double activate_f64(activation a, double x) {
   return x;
 }
 
+/// dy a'(x), relu's and linear's as selections (see activation_backward). The gelu derivatives
+/// take x clamped to +-40: beyond it they are exactly 0 or 1 in double, and x phi(x) or
+/// x sigmoid'(2u) (...) would give inf * 0 at infinite (or huge) x.
+inline double activation_backward_f64(activation a, double x, double dy) {
+  switch (a) {
+    case activation::linear: return dy;
+    case activation::relu: return x > 0.0 ? dy : 0.0;
+    case activation::gelu: {
+      const double t = std::clamp(x, -40.0, 40.0);
+      const double density = std::exp(-0.5 * t * t) / std::sqrt(2.0 * std::numbers::pi);
+      return dy * (0.5 * std::erfc(-t / std::numbers::sqrt2) + t * density);
+    }
+    case activation::gelu_approximate: {
+      const double t = std::clamp(x, -40.0, 40.0);
+      const double two_u = gelu_approximate_two_u_f64(t);
+      return dy * (sigmoid_f64(two_u) + t * sigmoid_slope_f64(two_u) * gelu_approximate_two_u_slope_f64(t));
+    }
+    case activation::sigmoid: return dy * sigmoid_slope_f64(x);
+    case activation::tanh: return dy * 4.0 * sigmoid_slope_f64(2.0 * x);  // 1 - tanh^2 without cancellation
+    case activation::exp: return dy * std::exp(x);
+  }
+  return dy;
+}
+
+/// Whether [a, a + n) and [b, b + n) share an element.
+template <class T>
+bool overlaps(const T* a, const T* b, std::size_t n) {
+  const std::less<const T*> before;
+  return n != 0 && before(a, b + n) && before(b, a + n);
+}
+
 /// y must be x itself or lie apart from it: a partial overlap would read overwritten inputs.
 template <class T>
-void check_exact_alias_or_disjoint(const T* x, const T* y, std::size_t n, const char* what) {
-  if (n == 0 || x == y) return;
-  const std::less<const T*> before;
-  if (before(x, y + n) && before(y, x + n))
-    throw std::invalid_argument(std::string(what) + ": the output overlaps the input without being the same span.");
+void check_exact_alias_or_disjoint(const T* x, const T* y, std::size_t n, const char* what,
+                                   const char* output = "the output", const char* input = "the input") {
+  if (x != y && overlaps(x, y, n))
+    throw std::invalid_argument(std::string(what) + ": " + output + " overlaps " + input + " without being the same span.");
+}
+
+/// The backward steps may overwrite the incoming gradient dy, never the forward value.
+template <class T>
+void check_gradient_outputs(const T* forward, const T* dy, const T* dx, std::size_t n, const char* what,
+                            const char* forward_name) {
+  check_exact_alias_or_disjoint(dy, dx, n, what, "dx", "dy");
+  if (overlaps(forward, dx, n))
+    throw std::invalid_argument(std::string(what) + ": dx overlaps " + forward_name +
+                                "; only dy may be overwritten (in place, as the same span).");
+}
+
+/// A backward step's three spans have one size.
+inline void check_gradient_sizes(std::size_t forward, std::size_t dy, std::size_t dx, const char* what,
+                                 const char* forward_name) {
+  if (forward != dy || dy != dx)
+    throw std::invalid_argument(std::string(what) + ": " + forward_name + " has " + std::to_string(forward) +
+                                " elements, dy " + std::to_string(dy) + " and dx " + std::to_string(dx) +
+                                "; they must match.");
 }
 
 }  // namespace detail
@@ -100,6 +179,41 @@ void activate(activation a, std::span<const T> x, std::span<T> y) {
     detail::activate_f16(a, x.data(), y.data(), x.size());
   } else {
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = detail::activate_f64(a, x[i]);
+  }
+}
+
+/// The backward step of activate: dx[i] = dy[i] a'(x[i]), where x is the activation's input
+/// (the pre-activation) and dy the gradient with respect to its output. Computed as activate
+/// is (float32 for the 16-bit dtypes, a'(x) rounded to float before the product, the product
+/// rounded once to T; double in double), with the derivatives written like their activations:
+///   linear             dx = dy (bits copied)
+///   relu               dx = dy where x > 0, else +0: relu'(0) = 0 (TensorFlow's choice), and a
+///                      NaN x gives 0, as does any dy (NaN too) where x <= 0
+///   gelu               Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi)
+///   gelu_approximate   s + x s (1 - s) (a + 3b x^2) with s = sigmoid(x (a + b x^2)),
+///                      a = 2 sqrt(2/pi), b = 0.044715 a (the derivative of its sigmoid form)
+///   sigmoid            s (1 - s), as e / (1 + e)^2 with e = e^-|x| (no cancellation)
+///   tanh               1 - tanh(x)^2, as 4 e / (1 + e)^2 with e = e^-2|x| (no cancellation)
+///   exp                e^x (overflowing to inf for x > 88.72, so dy = 0 there gives NaN)
+/// A derivative below float's range counts as 0 (dy times it is not rescued). NaN x or dy give
+/// NaN (canonical for the kernel dtypes), except for relu as above. dx may alias dy exactly (in
+/// place); any other overlap of dx with dy or x, or sizes that differ, throw
+/// std::invalid_argument.
+template <class T>
+  requires elementwise_dtype<T>
+void activation_backward(activation a, std::span<const T> x, std::span<const T> dy, std::span<T> dx) {
+  detail::check_gradient_sizes(x.size(), dy.size(), dx.size(), "activation_backward", "x");
+  detail::check_gradient_outputs(x.data(), dy.data(), dx.data(), dx.size(), "activation_backward", "x");
+  if (a == activation::linear) {
+    if (dy.data() != dx.data()) std::copy(dy.begin(), dy.end(), dx.begin());
+  } else if constexpr (std::is_same_v<T, float>) {
+    detail::activation_backward_f32(a, x.data(), dy.data(), dx.data(), dx.size());
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    detail::activation_backward_bf16(a, x.data(), dy.data(), dx.data(), dx.size());
+  } else if constexpr (std::is_same_v<T, float16>) {
+    detail::activation_backward_f16(a, x.data(), dy.data(), dx.data(), dx.size());
+  } else {
+    for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = detail::activation_backward_f64(a, x[i], dy[i]);
   }
 }
 
@@ -149,6 +263,35 @@ void softmax_rows(std::span<const T> x, std::span<T> y, std::size_t cols) {
       double total = 0.0;
       for (std::size_t c = 0; c < cols; ++c) total += y[start + c] = std::exp(row[c] - largest);
       for (std::size_t c = 0; c < cols; ++c) y[start + c] /= total;
+    }
+  }
+}
+
+/// The backward step of softmax_rows: per row, dx = y (dy - sum_c dy_c y_c), where y is the
+/// softmax's output and dy the gradient with respect to it. The row sum is dot()'s (float32,
+/// its fixed order); each output is y (dy - sum) in float32, rounded once to T. A NaN in a row
+/// makes its sum, and so the whole row, NaN (canonical for the kernel dtypes); infinities
+/// follow IEEE arithmetic. dx may alias dy exactly; throws std::invalid_argument if cols == 0,
+/// if the sizes differ or are not a multiple of cols, or if dx overlaps y, or dy without being
+/// the same span.
+template <class T>
+  requires elementwise_dtype<T>
+void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::span<T> dx, std::size_t cols) {
+  mixprec::detail::check_rows(y.size(), cols, "softmax_rows_backward");
+  detail::check_gradient_sizes(y.size(), dy.size(), dx.size(), "softmax_rows_backward", "y");
+  detail::check_gradient_outputs(y.data(), dy.data(), dx.data(), dx.size(), "softmax_rows_backward", "y");
+  if (y.empty()) return;
+  if constexpr (std::is_same_v<T, float>) {
+    detail::softmax_rows_backward_f32(y.data(), dy.data(), dx.data(), y.size(), cols);
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    detail::softmax_rows_backward_bf16(y.data(), dy.data(), dx.data(), y.size(), cols);
+  } else if constexpr (std::is_same_v<T, float16>) {
+    detail::softmax_rows_backward_f16(y.data(), dy.data(), dx.data(), y.size(), cols);
+  } else {
+    for (std::size_t start = 0; start < y.size(); start += cols) {
+      double weighted_sum = 0.0;
+      for (std::size_t c = start; c < start + cols; ++c) weighted_sum += dy[c] * y[c];
+      for (std::size_t c = start; c < start + cols; ++c) dx[c] = y[c] * (dy[c] - weighted_sum);
     }
   }
 }

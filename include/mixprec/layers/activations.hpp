@@ -8,11 +8,13 @@
 
 namespace mixprec {
 
-/// The activations layers know, by Keras name.
-enum class activation_kind { linear, relu, gelu, sigmoid, tanh, exponential, softmax };
+/// The activations layers know, by Keras name. gelu is Keras' "gelu", the exact x Phi(x)
+/// (gelu(approximate=False), its default); gelu_approximate is mixprec's name for Keras'
+/// gelu(approximate=True), the tanh approximation, which Keras configs cannot name by a string.
+enum class activation_kind { linear, relu, gelu, gelu_approximate, sigmoid, tanh, exponential, softmax };
 
-inline constexpr std::array<std::string_view, 7> activation_names{"linear", "relu",        "gelu",   "sigmoid",
-                                                                  "tanh",   "exponential", "softmax"};
+inline constexpr std::array<std::string_view, 8> activation_names{
+    "linear", "relu", "gelu", "gelu_approximate", "sigmoid", "tanh", "exponential", "softmax"};
 
 inline constexpr std::string_view activation_name(activation_kind kind) {
   return activation_names[static_cast<std::size_t>(kind)];
@@ -34,8 +36,10 @@ struct tag {
 };
 using linear = tag<activation_kind::linear>;
 using relu = tag<activation_kind::relu>;
-/// The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+/// Exact: x Phi(x) = 0.5 x erfc(-x / sqrt(2)), Phi the standard normal CDF.
 using gelu = tag<activation_kind::gelu>;
+/// Keras' gelu(approximate=True): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+using gelu_approximate = tag<activation_kind::gelu_approximate>;
 using sigmoid = tag<activation_kind::sigmoid>;
 using tanh = tag<activation_kind::tanh>;
 using exponential = tag<activation_kind::exponential>;

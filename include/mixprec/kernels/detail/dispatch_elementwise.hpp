@@ -9,12 +9,18 @@ namespace mixprec::kernels {
 HWY_EXPORT(ActivateF32);
 HWY_EXPORT(ActivateBF16);
 HWY_EXPORT(ActivateF16);
+HWY_EXPORT(ActivationBackwardF32);
+HWY_EXPORT(ActivationBackwardBF16);
+HWY_EXPORT(ActivationBackwardF16);
 HWY_EXPORT(BiasAddF32);
 HWY_EXPORT(BiasAddBF16);
 HWY_EXPORT(BiasAddF16);
 HWY_EXPORT(SoftmaxRowsF32);
 HWY_EXPORT(SoftmaxRowsBF16);
 HWY_EXPORT(SoftmaxRowsF16);
+HWY_EXPORT(SoftmaxRowsBackwardF32);
+HWY_EXPORT(SoftmaxRowsBackwardBF16);
+HWY_EXPORT(SoftmaxRowsBackwardF16);
 HWY_EXPORT(BiasActivationF32);
 HWY_EXPORT(BiasActivationBF16);
 HWY_EXPORT(BiasActivationF16);
@@ -29,6 +35,17 @@ MIXPREC_KERNEL_API void activate_bf16(activation a, const bfloat16* x, bfloat16*
 }
 MIXPREC_KERNEL_API void activate_f16(activation a, const float16* x, float16* y, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(ActivateF16)(a, x, y, n);
+}
+MIXPREC_KERNEL_API void activation_backward_f32(activation a, const float* x, const float* dy, float* dx, std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(ActivationBackwardF32)(a, x, dy, dx, n);
+}
+MIXPREC_KERNEL_API void activation_backward_bf16(activation a, const bfloat16* x, const bfloat16* dy, bfloat16* dx,
+    std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(ActivationBackwardBF16)(a, x, dy, dx, n);
+}
+MIXPREC_KERNEL_API void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
+    std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(ActivationBackwardF16)(a, x, dy, dx, n);
 }
 MIXPREC_KERNEL_API void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols) {
   HWY_DYNAMIC_DISPATCH(BiasAddF32)(rows, n, bias, cols);
@@ -47,6 +64,18 @@ MIXPREC_KERNEL_API void softmax_rows_bf16(const bfloat16* x, bfloat16* y, std::s
 }
 MIXPREC_KERNEL_API void softmax_rows_f16(const float16* x, float16* y, std::size_t n, std::size_t cols) {
   HWY_DYNAMIC_DISPATCH(SoftmaxRowsF16)(x, y, n, cols);
+}
+MIXPREC_KERNEL_API void softmax_rows_backward_f32(const float* y, const float* dy, float* dx, std::size_t n,
+    std::size_t cols) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowsBackwardF32)(y, dy, dx, n, cols);
+}
+MIXPREC_KERNEL_API void softmax_rows_backward_bf16(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n,
+    std::size_t cols) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowsBackwardBF16)(y, dy, dx, n, cols);
+}
+MIXPREC_KERNEL_API void softmax_rows_backward_f16(const float16* y, const float16* dy, float16* dx, std::size_t n,
+    std::size_t cols) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowsBackwardF16)(y, dy, dx, n, cols);
 }
 MIXPREC_KERNEL_API void bias_activation_f32(const float* acc, const float* bias, activation a, float* y, std::size_t n,
     std::size_t cols) {

@@ -12,19 +12,30 @@
 namespace mixprec::kernels {
 
 /// Activation functions of the elementwise kernels (see elementwise.hpp).
-enum class activation { linear, relu, gelu, sigmoid, tanh, exp };
+enum class activation { linear, relu, gelu, gelu_approximate, sigmoid, tanh, exp };
 
 namespace detail {
 
 MIXPREC_KERNEL_API void activate_f32(activation a, const float* x, float* y, std::size_t n);
 MIXPREC_KERNEL_API void activate_bf16(activation a, const bfloat16* x, bfloat16* y, std::size_t n);
 MIXPREC_KERNEL_API void activate_f16(activation a, const float16* x, float16* y, std::size_t n);
+MIXPREC_KERNEL_API void activation_backward_f32(activation a, const float* x, const float* dy, float* dx, std::size_t n);
+MIXPREC_KERNEL_API void activation_backward_bf16(activation a, const bfloat16* x, const bfloat16* dy, bfloat16* dx,
+                                                 std::size_t n);
+MIXPREC_KERNEL_API void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
+                                                std::size_t n);
 MIXPREC_KERNEL_API void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols);
 MIXPREC_KERNEL_API void bias_add_bf16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols);
 MIXPREC_KERNEL_API void bias_add_f16(float16* rows, std::size_t n, const float16* bias, std::size_t cols);
 MIXPREC_KERNEL_API void softmax_rows_f32(const float* x, float* y, std::size_t n, std::size_t cols);
 MIXPREC_KERNEL_API void softmax_rows_bf16(const bfloat16* x, bfloat16* y, std::size_t n, std::size_t cols);
 MIXPREC_KERNEL_API void softmax_rows_f16(const float16* x, float16* y, std::size_t n, std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_backward_f32(const float* y, const float* dy, float* dx, std::size_t n,
+                                                  std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_backward_bf16(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n,
+                                                   std::size_t cols);
+MIXPREC_KERNEL_API void softmax_rows_backward_f16(const float16* y, const float16* dy, float16* dx, std::size_t n,
+                                                  std::size_t cols);
 /// bias == nullptr: no bias.
 MIXPREC_KERNEL_API void bias_activation_f32(const float* acc, const float* bias, activation a, float* y, std::size_t n,
                                             std::size_t cols);

@@ -40,15 +40,21 @@ concept LayerComputeDType =
 
 namespace detail {
 
+/// The elementwise kernel of an activation. softmax is not elementwise: its callers run
+/// softmax_rows, and asking for it here is a logic error (as is a kind outside the enum).
 inline kernels::activation to_kernel_activation(activation_kind kind) {
   switch (kind) {
+    case activation_kind::linear: return kernels::activation::linear;
     case activation_kind::relu: return kernels::activation::relu;
     case activation_kind::gelu: return kernels::activation::gelu;
+    case activation_kind::gelu_approximate: return kernels::activation::gelu_approximate;
     case activation_kind::sigmoid: return kernels::activation::sigmoid;
     case activation_kind::tanh: return kernels::activation::tanh;
     case activation_kind::exponential: return kernels::activation::exp;
-    default: return kernels::activation::linear;  // softmax is handled by its callers
+    case activation_kind::softmax: break;
   }
+  throw std::logic_error("to_kernel_activation: activation " + std::to_string(static_cast<int>(kind)) +
+                         " has no elementwise kernel (softmax runs over rows).");
 }
 
 /// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
