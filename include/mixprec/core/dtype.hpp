@@ -103,6 +103,11 @@ struct dtype_traits<T> : decltype(+boost::hana::at_c<dtype_index_v<T>>(dtype_reg
 template <class T>
 concept FloatingDType = DType<T> && dtype_traits<T>::is_floating;
 
+/// The dtypes mixprec computes in (kernels, layers, optimizers): float16, bfloat16, float32, float64.
+template <class T>
+concept ComputeDType =
+    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+
 /// Keras' name of a dtype: dtype_name_v<bfloat16> == "bfloat16", dtype_name_v<float> == "float32".
 template <class T>
 inline constexpr std::string_view dtype_name_v = dtype_traits<T>::name.view();

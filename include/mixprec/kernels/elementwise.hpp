@@ -53,16 +53,12 @@
 #include <string>
 #include <type_traits>
 
+#include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/elementwise_entry_points.hpp>
 
 namespace mixprec::kernels {
-
-/// The dtypes the elementwise kernels compute in.
-template <class T>
-concept elementwise_dtype =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
 
 namespace detail {
 
@@ -165,7 +161,7 @@ inline void check_gradient_sizes(std::size_t forward, std::size_t dy, std::size_
 /// y[i] = a(x[i]) (see the activations above). y may alias x exactly (in place); any other
 /// overlap, or sizes that differ, throw std::invalid_argument.
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void activate(activation a, std::span<const T> x, std::span<T> y) {
   mixprec::detail::check_same_size(x.size(), y.size(), "activate");
   detail::check_exact_alias_or_disjoint(x.data(), y.data(), x.size(), "activate");
@@ -200,7 +196,7 @@ void activate(activation a, std::span<const T> x, std::span<T> y) {
 /// place); any other overlap of dx with dy or x, or sizes that differ, throw
 /// std::invalid_argument.
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void activation_backward(activation a, std::span<const T> x, std::span<const T> dy, std::span<T> dx) {
   detail::check_gradient_sizes(x.size(), dy.size(), dx.size(), "activation_backward", "x");
   detail::check_gradient_outputs(x.data(), dy.data(), dx.data(), dx.size(), "activation_backward", "x");
@@ -221,7 +217,7 @@ void activation_backward(activation a, std::span<const T> x, std::span<const T> 
 /// std::invalid_argument unless rows.size() is a multiple of bias.size() (an empty bias only
 /// fits empty rows).
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void bias_add(std::span<T> rows, std::span<const T> bias) {
   if (bias.empty() ? !rows.empty() : rows.size() % bias.size() != 0)
     throw std::invalid_argument("bias_add: the rows have " + std::to_string(rows.size()) +
@@ -244,7 +240,7 @@ void bias_add(std::span<T> rows, std::span<const T> bias) {
 /// y may alias x exactly. Throws std::invalid_argument if cols == 0, if the sizes differ or are
 /// not a multiple of cols.
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void softmax_rows(std::span<const T> x, std::span<T> y, std::size_t cols) {
   mixprec::detail::check_rows(x.size(), cols, "softmax_rows");
   mixprec::detail::check_same_size(x.size(), y.size(), "softmax_rows");
@@ -275,7 +271,7 @@ void softmax_rows(std::span<const T> x, std::span<T> y, std::size_t cols) {
 /// if the sizes differ or are not a multiple of cols, or if dx overlaps y, or dy without being
 /// the same span.
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::span<T> dx, std::size_t cols) {
   mixprec::detail::check_rows(y.size(), cols, "softmax_rows_backward");
   detail::check_gradient_sizes(y.size(), dy.size(), dx.size(), "softmax_rows_backward", "y");
@@ -301,7 +297,7 @@ void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::spa
 /// y differ in size or are not a multiple of cols, if bias is neither empty nor cols long, or if
 /// y overlaps acc otherwise.
 template <class T>
-  requires elementwise_dtype<T>
+  requires ComputeDType<T>
 void bias_activation(std::span<const float> acc, std::span<const T> bias, activation a, std::span<T> y,
                      std::size_t cols) {
   mixprec::detail::check_rows(acc.size(), cols, "bias_activation");

@@ -51,16 +51,12 @@
 #include <string>
 #include <type_traits>
 
+#include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/optimizer_entry_points.hpp>
 
 namespace mixprec::kernels {
-
-/// The dtypes of the variables and slots the optimizer kernels update.
-template <class V>
-concept optimizer_dtype =
-    std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, bfloat16> || std::is_same_v<V, float16>;
 
 namespace detail {
 
@@ -158,7 +154,7 @@ inline double amsgrad_max(double v_hat, double v) { return std::isnan(v) || v > 
 /// std::invalid_argument, before writing anything, if the learning rate or weight decay is not
 /// finite, momentum is outside [0, 1], a size differs, or two spans overlap.
 template <class V>
-  requires optimizer_dtype<V>
+  requires ComputeDType<V>
 void sgd_update(std::span<V> w, std::span<const V> g, std::span<V> velocity, const sgd_step& step) {
   detail::check_sgd_step(step);
   const std::size_t n = w.size();
@@ -200,7 +196,7 @@ void sgd_update(std::span<V> w, std::span<const V> g, std::span<V> velocity, con
 /// finite, a beta is outside [0, 1) (or rounds to 1 in float32 arithmetic), epsilon is negative
 /// or not finite, iteration is negative, a size differs, or two spans overlap.
 template <class V>
-  requires optimizer_dtype<V>
+  requires ComputeDType<V>
 void adam_update(std::span<V> w, std::span<const V> g, std::span<V> m, std::span<V> v, std::span<V> v_hat,
                  const adam_step& step) {
   detail::check_adam_step<V>(step);
@@ -243,7 +239,7 @@ void adam_update(std::span<V> w, std::span<const V> g, std::span<V> m, std::span
 /// becomes V(clip)). NaN stays NaN (the canonical quiet NaN), -0 stays -0, clip = inf changes
 /// nothing else. Throws std::invalid_argument if clip is negative or NaN.
 template <class V>
-  requires optimizer_dtype<V>
+  requires ComputeDType<V>
 void clip_by_value(std::span<V> g, float clip) {
   if (!(clip >= 0.0f))
     throw std::invalid_argument("clip_by_value: clip must be >= 0; got " + detail::number_text(clip) + ".");
@@ -264,7 +260,7 @@ void clip_by_value(std::span<V> g, float clip) {
 /// reduce.hpp). Any values are accepted: a NaN or infinite factor gives NaN or infinite
 /// gradients, as Keras' clipping does for a gradient whose norm is not finite.
 template <class V>
-  requires optimizer_dtype<V>
+  requires ComputeDType<V>
 void scale(std::span<V> g, float multiplier, float divisor) {
   if constexpr (std::is_same_v<V, float>) {
     detail::scale_f32(g.data(), g.size(), multiplier, divisor);
@@ -281,7 +277,7 @@ void scale(std::span<V> g, float multiplier, float divisor) {
 /// by factor = clip * min(1 / norm, 1 / clip) + (norm - norm) (NaN for a norm that is not
 /// finite), the norm taken over all the gradients.
 template <class V>
-  requires optimizer_dtype<V>
+  requires ComputeDType<V>
 void scale(std::span<V> g, float factor) {
   scale(g, factor, 1.0f);  // dividing by 1 is exact
 }

@@ -34,7 +34,7 @@ class Activation : public Layer<Activation<A, Options...>, policy_option_t<Optio
   using typename base::policy;
   using activation = A;
   using base::has_own_policy;
-  static_assert(LayerComputeDType<compute_dtype>,
+  static_assert(ComputeDType<compute_dtype>,
                 "Activation computes in float16, bfloat16, float32 or float64: its policy's compute dtype is none "
                 "of them.");
 

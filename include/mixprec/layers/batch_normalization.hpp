@@ -38,7 +38,7 @@ class BatchNormalization : public Layer<BatchNormalization<Options...>, policy_o
   using typename base::policy;
   using typename base::variable_dtype;
   using base::has_own_policy;
-  static_assert(LayerComputeDType<compute_dtype> && LayerComputeDType<variable_dtype>,
+  static_assert(ComputeDType<compute_dtype> && ComputeDType<variable_dtype>,
                 "BatchNormalization computes in float16, bfloat16, float32 or float64.");
   /// The dtype of the statistics and of the normalization arithmetic.
   using statistics_dtype =

@@ -63,7 +63,7 @@ class Conv2D : public Layer<Conv2D<Filters, KernelHeight, KernelWidth, Options..
   using stride = find_option_t<detail::is_strides, strides<1>, Options...>;
   using padding_mode = find_option_t<detail::is_padding, padding::valid, Options...>;
   static constexpr bool use_bias = !has_flag_v<no_bias, Options...>;
-  static_assert(LayerComputeDType<compute_dtype>,
+  static_assert(ComputeDType<compute_dtype>,
                 "Conv2D computes in float16, bfloat16, float32 or float64: its policy's compute dtype is none of them.");
 
   template <class Policy>

@@ -68,7 +68,7 @@ class Dense : public Layer<Dense<Units, Options...>, policy_option_t<Options...>
   static constexpr std::size_t units = Units;
   static constexpr bool use_bias = !has_flag_v<no_bias, Options...>;
   using base::has_own_policy;
-  static_assert(LayerComputeDType<compute_dtype>,
+  static_assert(ComputeDType<compute_dtype>,
                 "Dense computes in float16, bfloat16, float32 or float64: its policy's compute dtype is none of them.");
 
   /// This layer under `Policy` unless it has a policy of its own (how Sequential applies its policy).

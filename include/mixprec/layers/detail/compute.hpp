@@ -33,11 +33,6 @@
 
 namespace mixprec {
 
-/// The compute dtypes layers with arithmetic support.
-template <class T>
-concept LayerComputeDType =
-    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> || std::is_same_v<T, double>;
-
 namespace detail {
 
 /// The elementwise kernel of an activation. softmax is not elementwise: its callers run
@@ -108,7 +103,7 @@ void dense_epilogue(std::span<const float> acc, std::span<const C> bias, activat
 }
 
 /// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
-template <LayerComputeDType C>
+template <ComputeDType C>
 void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
                    std::span<const C> bias, std::size_t units, activation_kind kind, std::span<C> y) {
   if constexpr (std::is_same_v<C, double>) {
@@ -196,7 +191,7 @@ void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) 
 }
 
 /// Conv2D, NHWC, kernel [kh, kw, in, filters]: im2col, then the Dense arithmetic.
-template <LayerComputeDType C>
+template <ComputeDType C>
 void conv2d_forward(std::span<const C> x, const conv_geometry& g, std::span<const C> kernel, std::span<const C> bias,
                     std::size_t filters, activation_kind kind, std::span<C> y) {
   const std::size_t rows = g.batch * g.out_height() * g.out_width();

@@ -23,8 +23,8 @@ namespace mixprec::detail {
 
 /// A compute dtype / variable dtype pair layers can run.
 template <class P>
-concept runtime_layer_policy = FloatDTypePolicyType<P> && LayerComputeDType<typename P::compute_dtype> &&
-                               LayerComputeDType<typename P::variable_dtype>;
+concept runtime_layer_policy = FloatDTypePolicyType<P> && ComputeDType<typename P::compute_dtype> &&
+                               ComputeDType<typename P::variable_dtype>;
 
 /// Instantiates Layer<compute, variable> (or Layer<compute>) for the policy, once.
 template <template <class...> class Layer, bool WithVariableDtype, class... Args>
