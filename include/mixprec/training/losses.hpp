@@ -67,7 +67,7 @@ struct row_softmax {
   float log_sum_exp = 0.0f;
   std::vector<float> probabilities;
 
-  row_softmax(std::span<const float> logits) : probabilities(logits.size()) {
+  explicit row_softmax(std::span<const float> logits) : probabilities(logits.size()) {
     const float largest = *std::max_element(logits.begin(), logits.end());
     float total = 0.0f;
     for (std::size_t c = 0; c < logits.size(); ++c) total += probabilities[c] = std::exp(logits[c] - largest);
