@@ -40,15 +40,21 @@ inline void check_rows(std::size_t size, std::size_t cols, const char* what) {
                                 " is not a multiple of cols = " + std::to_string(cols) + ".");
 }
 
-/// Throws unless the memory of `a` and `b` lies apart (an empty span overlaps nothing): a kernel
-/// would read an input after writing an output over it.
+/// Whether the memory of `a` and `b` shares a byte (an empty span overlaps nothing).
 template <class A, class B>
-void check_disjoint(std::span<A> a, std::span<B> b, const char* what, const char* a_name, const char* b_name) {
+bool overlap(std::span<A> a, std::span<B> b) {
   const auto a_bytes = std::as_bytes(a);
   const auto b_bytes = std::as_bytes(b);
-  if (a_bytes.empty() || b_bytes.empty()) return;
   const std::less<const std::byte*> before;
-  if (before(a_bytes.data(), b_bytes.data() + b_bytes.size()) && before(b_bytes.data(), a_bytes.data() + a_bytes.size()))
+  return !a_bytes.empty() && !b_bytes.empty() && before(a_bytes.data(), b_bytes.data() + b_bytes.size()) &&
+         before(b_bytes.data(), a_bytes.data() + a_bytes.size());
+}
+
+/// Throws unless the memory of `a` and `b` lies apart: a kernel would read an input after
+/// writing an output over it.
+template <class A, class B>
+void check_disjoint(std::span<A> a, std::span<B> b, const char* what, const char* a_name, const char* b_name) {
+  if (overlap(a, b))
     throw std::invalid_argument(std::string(what) + ": " + a_name + " and " + b_name + " overlap; they must lie apart.");
 }
 }  // namespace detail

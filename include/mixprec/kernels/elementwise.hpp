@@ -45,7 +45,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <functional>
 #include <limits>
 #include <numbers>
 #include <span>
@@ -122,18 +121,11 @@ inline double activation_backward_f64(activation a, double x, double dy) {
   return dy;
 }
 
-/// Whether [a, a + n) and [b, b + n) share an element.
-template <class T>
-bool overlaps(const T* a, const T* b, std::size_t n) {
-  const std::less<const T*> before;
-  return n != 0 && before(a, b + n) && before(b, a + n);
-}
-
 /// y must be x itself or lie apart from it: a partial overlap would read overwritten inputs.
 template <class T>
 void check_exact_alias_or_disjoint(const T* x, const T* y, std::size_t n, const char* what,
                                    const char* output = "the output", const char* input = "the input") {
-  if (x != y && overlaps(x, y, n))
+  if (x != y && mixprec::detail::overlap(std::span(x, n), std::span(y, n)))
     throw std::invalid_argument(std::string(what) + ": " + output + " overlaps " + input + " without being the same span.");
 }
 
@@ -142,7 +134,7 @@ template <class T>
 void check_gradient_outputs(const T* forward, const T* dy, const T* dx, std::size_t n, const char* what,
                             const char* forward_name) {
   check_exact_alias_or_disjoint(dy, dx, n, what, "dx", "dy");
-  if (overlaps(forward, dx, n))
+  if (mixprec::detail::overlap(std::span(forward, n), std::span(dx, n)))
     throw std::invalid_argument(std::string(what) + ": dx overlaps " + forward_name +
                                 "; only dy may be overwritten (in place, as the same span).");
 }

@@ -21,7 +21,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -246,13 +245,8 @@ class Optimizer {
               throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " has " +
                                           std::to_string(p.gradient.size()) + " values for a variable of " +
                                           std::to_string(p.variable.size()) + ".");
-            const std::less<const void*> before;
-            const void* g0 = p.gradient.data();
-            const void* g1 = p.gradient.data() + p.gradient.size();
-            const void* v0 = p.variable.data();
-            const void* v1 = p.variable.data() + p.variable.size();
-            if (!p.variable.empty() && before(g0, v1) && before(v0, g1))
-              throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " overlaps the variable.");
+            mixprec::detail::check_disjoint(p.gradient, p.variable, (owner + ": variable " + std::to_string(i)).c_str(),
+                                            "its gradient", "the variable");
           },
           pairs[i]);
       if (built() && dtype_and_size(pairs[i]) != shapes_[i])
