@@ -40,7 +40,6 @@
 // naming the value.
 #pragma once
 
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +50,7 @@
 #include <string>
 #include <type_traits>
 
+#include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/convert.hpp>
@@ -60,16 +60,9 @@ namespace mixprec::kernels {
 
 namespace detail {
 
-/// The shortest text that reads back as `value` ("0.1", "1e-07", "nan").
-template <class Number>
-std::string number_text(Number value) {
-  char text[32];
-  return std::string(text, std::to_chars(text, text + sizeof(text), value).ptr);
-}
-
 inline void check_finite(float value, const char* what, const char* name) {
   if (!std::isfinite(value))
-    throw std::invalid_argument(std::string(what) + ": " + name + " must be finite; got " + number_text(value) + ".");
+    throw std::invalid_argument(std::string(what) + ": " + name + " must be finite; got " + mixprec::detail::number_text(value) + ".");
 }
 
 /// A slot (or the gradient) must have as many elements as the variable.
@@ -95,7 +88,7 @@ inline void check_sgd_step(const sgd_step& step) {
   check_finite(step.learning_rate, "sgd_update", "the learning rate");
   if (!(step.momentum >= 0.0f && step.momentum <= 1.0f))
     throw std::invalid_argument("sgd_update: `momentum` must be a float between [0, 1]. Got " +
-                                number_text(step.momentum) + ".");
+                                mixprec::detail::number_text(step.momentum) + ".");
   check_finite(step.weight_decay, "sgd_update", "weight_decay");
 }
 
@@ -106,11 +99,11 @@ constexpr bool float32_arithmetic = !std::is_same_v<V, double>;
 template <class V>
 void check_beta(double beta, const char* name) {
   if (!(beta >= 0.0 && beta < 1.0))
-    throw std::invalid_argument(std::string("adam_update: ") + name + " must be in [0, 1); got " + number_text(beta) +
+    throw std::invalid_argument(std::string("adam_update: ") + name + " must be in [0, 1); got " + mixprec::detail::number_text(beta) +
                                 ".");
   // float32(beta) = 1 would make beta^t = 1 and alpha a division by zero.
   if (float32_arithmetic<V> && static_cast<float>(beta) == 1.0f)
-    throw std::invalid_argument(std::string("adam_update: ") + name + " = " + number_text(beta) +
+    throw std::invalid_argument(std::string("adam_update: ") + name + " = " + mixprec::detail::number_text(beta) +
                                 " rounds to 1 in float32, which float32 arithmetic needs below 1.");
 }
 
@@ -120,10 +113,10 @@ void check_adam_step(const adam_step& step) {
   check_beta<V>(step.beta_1, "beta_1");
   check_beta<V>(step.beta_2, "beta_2");
   if (!(step.epsilon >= 0.0f && std::isfinite(step.epsilon)))
-    throw std::invalid_argument("adam_update: epsilon must be finite and >= 0; got " + number_text(step.epsilon) + ".");
+    throw std::invalid_argument("adam_update: epsilon must be finite and >= 0; got " + mixprec::detail::number_text(step.epsilon) + ".");
   if (step.iteration < 0 || step.iteration == std::numeric_limits<std::int64_t>::max())
     throw std::invalid_argument("adam_update: iteration (the steps taken before this one) must be in [0, 2^63 - 1); got " +
-                                number_text(step.iteration) + ".");
+                                mixprec::detail::number_text(step.iteration) + ".");
   check_finite(step.weight_decay, "adam_update", "weight_decay");
 }
 
@@ -242,7 +235,7 @@ template <class V>
   requires ComputeDType<V>
 void clip_by_value(std::span<V> g, float clip) {
   if (!(clip >= 0.0f))
-    throw std::invalid_argument("clip_by_value: clip must be >= 0; got " + detail::number_text(clip) + ".");
+    throw std::invalid_argument("clip_by_value: clip must be >= 0; got " + mixprec::detail::number_text(clip) + ".");
   if constexpr (std::is_same_v<V, float>) {
     detail::clip_by_value_f32(g.data(), g.size(), clip);
   } else if constexpr (std::is_same_v<V, bfloat16>) {

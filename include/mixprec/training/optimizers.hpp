@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/optimizer.hpp>
@@ -213,7 +214,7 @@ class Optimizer {
   using slot_buffer = std::variant<std::vector<float>, std::vector<bfloat16>, std::vector<float16>, std::vector<double>>;
 
   static std::string text(std::optional<double> value) {
-    return value ? training::detail::number_text(*value) : "None";
+    return value ? mixprec::detail::number_text(*value) : "None";
   }
 
   bool built() const { return built_; }

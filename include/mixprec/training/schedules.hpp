@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/training/detail/config_reader.hpp>
 
 namespace mixprec::schedules {
@@ -30,12 +31,12 @@ namespace detail {
 inline void check_positive(double value, const char* what) {
   if (!(value > 0.0) || !std::isfinite(value))
     throw std::invalid_argument(std::string(what) + " must be a positive finite number. Received: " + what + "=" +
-                                training::detail::number_text(value));
+                                mixprec::detail::number_text(value));
 }
 inline void check_finite_nonnegative(double value, const char* what) {
   if (!(value >= 0.0) || !std::isfinite(value))
     throw std::invalid_argument(std::string(what) + " must be a finite number >= 0. Received: " + what + "=" +
-                                training::detail::number_text(value));
+                                mixprec::detail::number_text(value));
 }
 }  // namespace detail
 
@@ -76,7 +77,7 @@ class CosineDecay {
     if (decay_steps <= 0)
       throw std::invalid_argument("Argument `decay_steps` must be > 0. Received: decay_steps=" + std::to_string(decay_steps));
     if (!(alpha >= 0.0 && alpha <= 1.0))
-      throw std::invalid_argument("Argument `alpha` must be in [0, 1]. Received: alpha=" + training::detail::number_text(alpha));
+      throw std::invalid_argument("Argument `alpha` must be in [0, 1]. Received: alpha=" + mixprec::detail::number_text(alpha));
     if (warmup_target) detail::check_finite_nonnegative(*warmup_target, "warmup_target");
     if (warmup_steps < 0)
       throw std::invalid_argument("Argument `warmup_steps` must be >= 0. Received: warmup_steps=" + std::to_string(warmup_steps));
@@ -113,7 +114,7 @@ class LearningRate {
   LearningRate(double value) : rate_(value) {  // NOLINT: implicit, as Keras takes a float
     if (!std::isfinite(value) || value < 0.0)
       throw std::invalid_argument("Argument `learning_rate` must be a finite number >= 0 or a schedule. Received: learning_rate=" +
-                                  training::detail::number_text(value));
+                                  mixprec::detail::number_text(value));
   }
   LearningRate(ExponentialDecay schedule) : rate_(schedule) {}  // NOLINT
   LearningRate(CosineDecay schedule) : rate_(schedule) {}       // NOLINT

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -17,13 +16,6 @@ namespace mixprec::training::detail {
 /// A JSON value for an error message; invalid UTF-8 is shown replaced rather than thrown on.
 inline std::string shown(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-/// A number as Keras prints it in its messages (0.1, 1e-07, -1), not std::to_string's 0.100000.
-inline std::string number_text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
 }
 
 class config_reader {
