@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/core/float16.hpp>
 
 namespace mixprec::losses {
@@ -137,7 +138,7 @@ class Loss {
       : kind_(kind), from_logits_(from_logits), label_smoothing_(label_smoothing) {
     if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
       throw std::invalid_argument(std::string(class_name()) + ": label_smoothing must be in [0, 1]. Received: label_smoothing=" +
-                                  std::to_string(label_smoothing));
+                                  mixprec::detail::number_text(label_smoothing));
   }
 
  private:
