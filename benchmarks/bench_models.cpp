@@ -111,9 +111,9 @@ class handwritten_cnn {
   const float* operator()(const Tensor<float, dynamic, 28, 28, 1>& x) {
     convert<float, C>(x.values(), std::span(x_c_));
     conv(x_c_, g1, model_.template layer<0>(), 32, c1_);
-    detail::max_pool2d<C>(c1_, p1, m1_);
+    layer_kinds::max_pooling2d::pool<C>(c1_, p1, m1_);
     conv(m1_, g2, model_.template layer<2>(), 64, c2_);
-    detail::max_pool2d<C>(c2_, p2, m2_);
+    layer_kinds::max_pooling2d::pool<C>(c2_, p2, m2_);
     dense(m2_, cnn_batch, 1600, model_.template layer<5>(), 128, kernels::activation::relu, d1_);
     dense(d1_, cnn_batch, 128, model_.template layer<6>(), 10, kernels::activation::linear, logits_);
     convert<C, float>(logits_, std::span(logits32_));

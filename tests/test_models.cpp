@@ -214,9 +214,9 @@ TEST_CASE("bad runtime configs are clear errors naming the layer") {
     return "no error";
   };
   CHECK(error([] { RuntimeModel({4}, {dense(3), dense(0)}); }) ==
-        "layer 2 ('dense_1', Dense): 'units' must be a positive integer; got 0.");
+        "layer 2 ('dense_1', Dense): `units` must be a positive integer. Received: 0");
   CHECK(error([] { RuntimeModel({4}, {dense(3), nlohmann::json{{"class_name", "Dense"}, {"config", {{"units", -2}}}}}); }) ==
-        "layer 2 ('dense_1', Dense): 'units' must be a positive integer; got -2.");
+        "layer 2 ('dense_1', Dense): `units` must be a positive integer. Received: -2");
   CHECK(error([] { RuntimeModel({4}, {layer_configs::layer("LSTM", nlohmann::json::object(), {}, "rnn")}); })
             .starts_with("layer 1 ('rnn', LSTM): unknown layer class."));
   CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "mixed_float15")}); })
@@ -224,7 +224,7 @@ TEST_CASE("bad runtime configs are clear errors naming the layer") {
   CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int8_from_float32")}); })
             .starts_with("layer 1 ('dense', Dense): the dtype policy 'int8_from_float32' is not supported"));
   CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int32")}); }).find("'int32' is not supported") != std::string::npos);
-  CHECK(error([] { RuntimeModel({4}, {dense(3, "swish")}); }).starts_with("layer 1 ('dense', Dense): unknown activation 'swish'"));
+  CHECK(error([] { RuntimeModel({4}, {dense(3, "swish")}); }).starts_with("layer 1 ('dense', Dense): unknown activation \"swish\""));
   CHECK(error([] { RuntimeModel({4}, {layer_configs::conv2d(2, 3, 3)}); })
             .starts_with("layer 1 ('conv2d', Conv2D): Conv2D needs inputs of shape (batch, height, width, channels)"));
   CHECK(error([] { RuntimeModel({2, 2, 1}, {layer_configs::conv2d(2, 3, 3)}); }).find("does not fit") != std::string::npos);

@@ -12,22 +12,28 @@
 #include <type_traits>
 
 #include <mixprec/layers/activations.hpp>
-#include <mixprec/layers/detail/compute.hpp>
-#include <mixprec/layers/detail/configs.hpp>
-#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/kind_layer.hpp>
+#include <mixprec/layers/kinds/activation.hpp>
 #include <mixprec/layers/options.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec {
 
+namespace detail {
+template <class A>
+using activation_layer_kind =
+    std::conditional_t<std::is_same_v<A, activations::softmax>, layer_kinds::softmax, layer_kinds::activation>;
+}  // namespace detail
+
 template <class A, class... Options>
-class Activation : public Layer<Activation<A, Options...>, policy_option_t<Options...>,
-                                 !has_flag_v<no_autocast, Options...>> {
+class Activation : public KindLayer<Activation<A, Options...>, detail::activation_layer_kind<A>,
+                                    policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
   static_assert(ActivationType<A>, "Activation<A>: A must be an activation (activations::relu, ...).");
   static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option,
                                   detail::is_flag<no_autocast>::template of>::value,
                 "Activation<A, Options...>: the options are a dtype policy and no_autocast, each at most once.");
-  using base = Layer<Activation, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+  using kind = detail::activation_layer_kind<A>;
+  using base = KindLayer<Activation, kind, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -44,24 +50,22 @@ class Activation : public Layer<Activation<A, Options...>, policy_option_t<Optio
   template <class X>
   using output_t = rebind_tensor_t<X, compute_dtype>;
 
-  explicit Activation(std::string name = "activation") : base(std::move(name)) {}
+  explicit Activation(std::string name = "activation", bool trainable = true)
+      : base(std::move(name), settings_for_kind(), trainable) {}
   template <class... Other>
-  explicit Activation(const Activation<A, Other...>& spec) : Activation(spec.name()) {}
+  explicit Activation(const Activation<A, Other...>& spec) : Activation(spec.name(), spec.trainable()) {}
 
-  /// Takes x by value and activates it in place: an rvalue input costs no copy.
-  template <class T, std::size_t... E>
-  Tensor<T, E...> call(const call_context<policy>&, Tensor<T, E...> x) {
-    static_assert(std::is_same_v<T, compute_dtype>,
-                  "Activation with no_autocast received inputs in another dtype than its compute dtype: convert "
-                  "them first.");
-    static_assert(sizeof...(E) >= 1, "Activation needs a tensor with at least one axis.");
-    constexpr std::size_t last = std::array<std::size_t, sizeof...(E)>{E...}.back();
-    detail::activate<T>(A::kind, std::as_const(x).values(), x.values(), last == dynamic ? x.size() : last);
-    return x;
+  template <class X>
+  static void check_input() {
+    static_assert(X::rank >= 1, "Activation needs a tensor with at least one axis.");
   }
 
-  static constexpr std::string_view keras_class = "Activation";
-  nlohmann::ordered_json keras_config() const { return detail::activation_config(A::kind); }
+ private:
+  static typename kind::settings settings_for_kind() {
+    typename kind::settings settings;
+    settings.function = A::kind;
+    return settings;
+  }
 };
 
 /// Keras' Softmax layer (last axis).

@@ -13,9 +13,9 @@
 
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/layers/dense.hpp>
-#include <mixprec/layers/detail/compute.hpp>
-#include <mixprec/layers/detail/configs.hpp>
-#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/detail/windows.hpp>
+#include <mixprec/layers/kind_layer.hpp>
+#include <mixprec/layers/kinds/conv2d.hpp>
 #include <mixprec/layers/options.hpp>
 #include <mixprec/layers/tensor.hpp>
 
@@ -36,16 +36,11 @@ struct window_output_tensor<Tensor<T, dynamic, H, W, C>, KH, KW, SH, SW, Same, C
                       Channels == 0 ? C : Channels>;
 };
 
-template <class T, std::size_t H, std::size_t W, std::size_t C>
-conv_geometry geometry_of(const Tensor<T, dynamic, H, W, C>& x, std::size_t kh, std::size_t kw, std::size_t sh,
-                          std::size_t sw, bool same) {
-  return {x.batch(), H, W, C, kh, kw, sh, sw, same};
-}
 }  // namespace detail
 
 template <std::size_t Filters, std::size_t KernelHeight, std::size_t KernelWidth, class... Options>
-class Conv2D : public Layer<Conv2D<Filters, KernelHeight, KernelWidth, Options...>, policy_option_t<Options...>,
-                            !has_flag_v<no_autocast, Options...>> {
+class Conv2D : public KindLayer<Conv2D<Filters, KernelHeight, KernelWidth, Options...>, layer_kinds::conv2d,
+                                policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
   static_assert(Filters > 0 && KernelHeight > 0 && KernelWidth > 0,
                 "Conv2D<Filters, KernelHeight, KernelWidth>: all three must be positive.");
   static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option, detail::is_activation,
@@ -53,7 +48,7 @@ class Conv2D : public Layer<Conv2D<Filters, KernelHeight, KernelWidth, Options..
                                   detail::is_flag<no_autocast>::template of>::value,
                 "Conv2D<Filters, KH, KW, Options...>: the options are a dtype policy, an activation, strides<H, W>, "
                 "padding::valid or padding::same, no_bias and no_autocast, each at most once.");
-  using base = Layer<Conv2D, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+  using base = KindLayer<Conv2D, layer_kinds::conv2d, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -75,62 +70,33 @@ class Conv2D : public Layer<Conv2D<Filters, KernelHeight, KernelWidth, Options..
                                                          stride::height, stride::width, padding_mode::pads,
                                                          Filters>::type;
 
-  explicit Conv2D(std::string name = "conv2d", weight_settings settings = {})
-      : base(std::move(name)), settings_(std::move(settings)) {}
+  explicit Conv2D(std::string name = "conv2d", weight_settings settings = {}, bool trainable = true)
+      : base(std::move(name),
+             {Filters,
+              {KernelHeight, KernelWidth, stride::height, stride::width, padding_mode::pads},
+              activation::kind,
+              use_bias,
+              std::move(settings)},
+             trainable) {}
   template <class... Other>
   explicit Conv2D(const Conv2D<Filters, KernelHeight, KernelWidth, Other...>& spec)
-      : Conv2D(spec.name(), spec.settings()) {}
-
-  const weight_settings& settings() const { return settings_; }
+      : Conv2D(spec.name(), spec.settings().weights, spec.trainable()) {}
 
   /// [kh, kw, in_channels, Filters]; the first extent is kh * kw * in_channels rows of the GEMM.
   typename base::template weight_t<dynamic, Filters> kernel;
   std::conditional_t<use_bias, typename base::template weight_t<Filters>, std::tuple<>> bias;
 
   template <class X>
-  void build(const X&) {
+  static void check_input() {
     static_assert(!std::is_void_v<output_t<X>>,
                   "Conv2D needs inputs of shape (batch, height, width, channels) at least as large as its kernel "
                   "(with padding::valid).");
-    constexpr std::size_t channels = X::shape_type::extents[3];
-    kernel = this->template add_weight<dynamic, Filters>("kernel", {KernelHeight, KernelWidth, channels, Filters},
-                                                         settings_.kernel_initializer);
-    detail::apply_regularizer(kernel, settings_.kernel_regularizer);
-    if constexpr (use_bias) {
-      bias = this->template add_weight<Filters>("bias", settings_.bias_initializer);
-      detail::apply_regularizer(bias, settings_.bias_regularizer);
-    }
   }
-
-  template <class X>
-  output_t<X> call(const call_context<policy>& context, const X& x) {
-    static_assert(std::is_same_v<typename X::dtype, compute_dtype>,
-                  "Conv2D with no_autocast received inputs in another dtype than its compute dtype: convert them "
-                  "first.");
-    output_t<X> y(x.batch(), uninitialized);
-    std::span<const compute_dtype> bias_values;
-    if constexpr (use_bias) bias_values = context.read(bias).values();
-    detail::conv2d_forward<compute_dtype>(
-        x.values(),
-        detail::geometry_of(x, KernelHeight, KernelWidth, stride::height, stride::width, padding_mode::pads),
-        context.read(kernel).values(), bias_values, Filters, activation::kind, y.values());
-    return y;
-  }
-
   template <class Self>
   static auto weights_of(Self& self) {
     if constexpr (use_bias) return std::tie(self.kernel, self.bias);
     else return std::tie(self.kernel);
   }
-
-  static constexpr std::string_view keras_class = "Conv2D";
-  nlohmann::ordered_json keras_config() const {
-    return detail::conv2d_config(Filters, KernelHeight, KernelWidth, stride::height, stride::width, padding_mode::pads,
-                                 activation::kind, use_bias);
-  }
-
- private:
-  weight_settings settings_;
 };
 
 }  // namespace mixprec

@@ -16,23 +16,15 @@
 #include <utility>
 
 #include <mixprec/layers/activations.hpp>
-#include <mixprec/layers/detail/compute.hpp>
-#include <mixprec/layers/detail/configs.hpp>
 #include <mixprec/layers/initializers.hpp>
-#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/kind_layer.hpp>
+#include <mixprec/layers/kinds/dense.hpp>
 #include <mixprec/layers/options.hpp>
 #include <mixprec/layers/regularizers.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec {
-
-/// Initializers and regularizers of a layer's kernel and bias (Keras' constructor arguments).
-struct weight_settings {
-  initializers::any kernel_initializer = initializers::glorot_uniform{};
-  initializers::any bias_initializer = initializers::zeros{};
-  std::optional<regularizers::any> kernel_regularizer = std::nullopt;
-  std::optional<regularizers::any> bias_regularizer = std::nullopt;
-};
 
 namespace detail {
 /// The same extents with the last replaced: the output of a layer acting on the last axis.
@@ -45,21 +37,17 @@ struct replace_last_extent<Tensor<T, E...>, Last> {
   static auto make(std::index_sequence<I...>) -> Tensor<T, (I + 1 == sizeof...(E) ? Last : in[I])...>;
   using type = decltype(make(std::make_index_sequence<sizeof...(E)>{}));
 };
-
-template <class Weight, class Regularizer>
-void apply_regularizer(Weight& weight, const std::optional<Regularizer>& regularizer) {
-  if (regularizer) weight.set_regularizer(*regularizer);
-}
 }  // namespace detail
 
 template <std::size_t Units, class... Options>
-class Dense : public Layer<Dense<Units, Options...>, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
+class Dense : public KindLayer<Dense<Units, Options...>, layer_kinds::dense, policy_option_t<Options...>,
+                               !has_flag_v<no_autocast, Options...>> {
   static_assert(Units > 0, "Dense<Units>: Units must be positive.");
   static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option, detail::is_activation,
                                   detail::is_flag<no_bias>::template of, detail::is_flag<no_autocast>::template of>::value,
                 "Dense<Units, Options...>: the options are a dtype policy (policies::...), an activation "
                 "(activations::relu, ...), no_bias and no_autocast, each at most once.");
-  using base = Layer<Dense, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+  using base = KindLayer<Dense, layer_kinds::dense, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -80,56 +68,25 @@ class Dense : public Layer<Dense<Units, Options...>, policy_option_t<Options...>
                                                detail::replace_last_extent<rebind_tensor_t<X, compute_dtype>, Units>,
                                                std::type_identity<void>>::type;
 
-  explicit Dense(std::string name = "dense", weight_settings settings = {})
-      : base(std::move(name)), settings_(std::move(settings)) {}
+  explicit Dense(std::string name = "dense", weight_settings settings = {}, bool trainable = true)
+      : base(std::move(name), {Units, activation::kind, use_bias, std::move(settings)}, trainable) {}
   /// The same layer under other options (Sequential applies its policy this way).
   template <class... Other>
-  explicit Dense(const Dense<Units, Other...>& spec) : Dense(spec.name(), spec.settings()) {}
-
-  const weight_settings& settings() const { return settings_; }
+  explicit Dense(const Dense<Units, Other...>& spec) : Dense(spec.name(), spec.settings().weights, spec.trainable()) {}
 
   typename base::template weight_t<dynamic, Units> kernel;
   std::conditional_t<use_bias, typename base::template weight_t<Units>, std::tuple<>> bias;
 
-  template <class T, std::size_t... E>
-  void build(const Tensor<T, E...>&) {
-    static_assert(Tensor<T, E...>::batched && sizeof...(E) >= 2,
+  template <class X>
+  static void check_input() {
+    static_assert(X::batched && X::rank >= 2,
                   "Dense needs batched inputs with a feature axis: Tensor<T, dynamic, ..., features>.");
-    constexpr std::size_t in = std::array<std::size_t, sizeof...(E)>{E...}.back();
-    kernel = this->template add_weight<dynamic, Units>("kernel", {in, Units}, settings_.kernel_initializer);
-    detail::apply_regularizer(kernel, settings_.kernel_regularizer);
-    if constexpr (use_bias) {
-      bias = this->template add_weight<Units>("bias", settings_.bias_initializer);
-      detail::apply_regularizer(bias, settings_.bias_regularizer);
-    }
   }
-
-  template <class T, std::size_t... E>
-  output_t<Tensor<T, E...>> call(const call_context<policy>& context, const Tensor<T, E...>& x) {
-    static_assert(std::is_same_v<T, compute_dtype>,
-                  "Dense with no_autocast received inputs in another dtype than its compute dtype: convert them "
-                  "first (tensor_cast<compute_dtype>(x)).");
-    constexpr std::size_t in = std::array<std::size_t, sizeof...(E)>{E...}.back();
-    const std::size_t rows = x.size() / in;
-    output_t<Tensor<T, E...>> y(x.batch(), uninitialized);
-    std::span<const compute_dtype> bias_values;
-    if constexpr (use_bias) bias_values = context.read(bias).values();
-    detail::dense_forward<compute_dtype>(x.values(), rows, in, context.read(kernel).values(), bias_values, Units,
-                                         activation::kind, y.values());
-    return y;
-  }
-
   template <class Self>
   static auto weights_of(Self& self) {
     if constexpr (use_bias) return std::tie(self.kernel, self.bias);
     else return std::tie(self.kernel);
   }
-
-  static constexpr std::string_view keras_class = "Dense";
-  nlohmann::ordered_json keras_config() const { return detail::dense_config(Units, activation::kind, use_bias); }
-
- private:
-  weight_settings settings_;
 };
 
 }  // namespace mixprec

@@ -7,19 +7,20 @@
 #include <type_traits>
 #include <vector>
 
-#include <mixprec/layers/detail/configs.hpp>
-#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/kind_layer.hpp>
+#include <mixprec/layers/kinds/flatten.hpp>
 #include <mixprec/layers/options.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec {
 
 template <class... Options>
-class Flatten : public Layer<Flatten<Options...>, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
+class Flatten : public KindLayer<Flatten<Options...>, layer_kinds::flatten, policy_option_t<Options...>,
+                                 !has_flag_v<no_autocast, Options...>> {
   static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option,
                                   detail::is_flag<no_autocast>::template of>::value,
                 "Flatten<Options...>: the options are a dtype policy and no_autocast, each at most once.");
-  using base = Layer<Flatten, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+  using base = KindLayer<Flatten, layer_kinds::flatten, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -31,19 +32,14 @@ class Flatten : public Layer<Flatten<Options...>, policy_option_t<Options...>, !
   template <class X>
   using output_t = Tensor<typename rebind_tensor_t<X, compute_dtype>::dtype, dynamic, X::row_size>;
 
-  explicit Flatten(std::string name = "flatten") : base(std::move(name)) {}
+  explicit Flatten(std::string name = "flatten", bool trainable = true) : base(std::move(name), {}, trainable) {}
   template <class... Other>
-  explicit Flatten(const Flatten<Other...>& spec) : Flatten(spec.name()) {}
+  explicit Flatten(const Flatten<Other...>& spec) : Flatten(spec.name(), spec.trainable()) {}
 
-  /// Takes x by value: an rvalue (a previous layer's output) is reshaped without a copy.
-  template <class T, std::size_t... E>
-  Tensor<T, dynamic, Tensor<T, E...>::row_size> call(const call_context<policy>&, Tensor<T, E...> x) {
-    static_assert(Tensor<T, E...>::batched, "Flatten needs batched inputs: Tensor<T, dynamic, ...>.");
-    return Tensor<T, dynamic, Tensor<T, E...>::row_size>(std::move(x).release_values());
+  template <class X>
+  static void check_input() {
+    static_assert(X::batched, "Flatten needs batched inputs: Tensor<T, dynamic, ...>.");
   }
-
-  static constexpr std::string_view keras_class = "Flatten";
-  nlohmann::ordered_json keras_config() const { return detail::flatten_config(); }
 };
 
 }  // namespace mixprec

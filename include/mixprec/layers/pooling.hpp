@@ -8,23 +8,23 @@
 #include <type_traits>
 
 #include <mixprec/layers/conv2d.hpp>
-#include <mixprec/layers/detail/compute.hpp>
-#include <mixprec/layers/detail/configs.hpp>
-#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/kind_layer.hpp>
+#include <mixprec/layers/kinds/max_pooling2d.hpp>
 #include <mixprec/layers/options.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec {
 
 template <std::size_t PoolHeight = 2, std::size_t PoolWidth = PoolHeight, class... Options>
-class MaxPooling2D : public Layer<MaxPooling2D<PoolHeight, PoolWidth, Options...>, policy_option_t<Options...>,
-                                 !has_flag_v<no_autocast, Options...>> {
+class MaxPooling2D : public KindLayer<MaxPooling2D<PoolHeight, PoolWidth, Options...>, layer_kinds::max_pooling2d,
+                                     policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
   static_assert(PoolHeight > 0 && PoolWidth > 0, "MaxPooling2D<H, W>: the pool size must be positive.");
   static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option, detail::is_strides,
                                   detail::is_padding, detail::is_flag<no_autocast>::template of>::value,
                 "MaxPooling2D<H, W, Options...>: the options are a dtype policy, strides<H, W>, padding::valid or "
                 "padding::same and no_autocast, each at most once.");
-  using base = Layer<MaxPooling2D, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+  using base = KindLayer<MaxPooling2D, layer_kinds::max_pooling2d, policy_option_t<Options...>,
+                         !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -40,25 +40,17 @@ class MaxPooling2D : public Layer<MaxPooling2D<PoolHeight, PoolWidth, Options...
   using output_t = typename detail::window_output_tensor<rebind_tensor_t<X, compute_dtype>, PoolHeight, PoolWidth,
                                                          stride::height, stride::width, padding_mode::pads, 0>::type;
 
-  explicit MaxPooling2D(std::string name = "max_pooling2d") : base(std::move(name)) {}
+  explicit MaxPooling2D(std::string name = "max_pooling2d", bool trainable = true)
+      : base(std::move(name), {{PoolHeight, PoolWidth, stride::height, stride::width, padding_mode::pads}}, trainable) {}
   template <class... Other>
-  explicit MaxPooling2D(const MaxPooling2D<PoolHeight, PoolWidth, Other...>& spec) : MaxPooling2D(spec.name()) {}
+  explicit MaxPooling2D(const MaxPooling2D<PoolHeight, PoolWidth, Other...>& spec)
+      : MaxPooling2D(spec.name(), spec.trainable()) {}
 
   template <class X>
-  output_t<X> call(const call_context<policy>&, const X& x) {
+  static void check_input() {
     static_assert(!std::is_void_v<output_t<X>>,
                   "MaxPooling2D needs inputs of shape (batch, height, width, channels) at least as large as its pool "
                   "(with padding::valid).");
-    output_t<X> y(x.batch(), uninitialized);
-    detail::max_pool2d<typename X::dtype>(
-        x.values(), detail::geometry_of(x, PoolHeight, PoolWidth, stride::height, stride::width, padding_mode::pads),
-        y.values());
-    return y;
-  }
-
-  static constexpr std::string_view keras_class = "MaxPooling2D";
-  nlohmann::ordered_json keras_config() const {
-    return detail::window_config("pool_size", PoolHeight, PoolWidth, stride::height, stride::width, padding_mode::pads);
   }
 };
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <functional>
 #include <span>
 #include <stdexcept>
@@ -98,6 +99,17 @@ class AutoCastVariable {
     };
   }
 
+  /// The true values, for an optimizer to update in place; call updated() after writing them.
+  std::span<V> values_to_update() { return value_.values(); }
+  /// Refreshes the compute-dtype copy after values_to_update() was written.
+  void updated() { refresh(); }
+  /// Replaces every value (a non-trainable weight's update); sizes must match.
+  void assign_values(std::span<const V> values) {
+    check_size(values.size(), "assign");
+    std::copy(values.begin(), values.end(), value_.values().begin());
+    refresh();
+  }
+
   /// Replaces the value outright (loading weights); the caller has checked the shape.
   void reset(value_type value) {
     value_ = std::move(value);
@@ -135,6 +147,16 @@ class AutoCastVariable {
 
 template <class T, std::size_t... E>
 using Variable = AutoCastVariable<T, T, E...>;
+
+/// One variable's values and its gradient, both in the variable dtype V: what an optimizer updates.
+template <class V>
+struct gradient_and_variable_of {
+  std::span<V> gradient;
+  std::span<V> variable;
+};
+using gradient_and_variable =
+    std::variant<gradient_and_variable_of<float>, gradient_and_variable_of<bfloat16>, gradient_and_variable_of<float16>,
+                 gradient_and_variable_of<double>>;
 
 namespace detail {
 template <class T>

@@ -29,7 +29,6 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/layers/activations.hpp>
-#include <mixprec/layers/detail/compute.hpp>
 #include <mixprec/models/any_tensor.hpp>
 #include <mixprec/models/detail/runtime_layer_factory.hpp>
 #include <mixprec/models/runtime_layers.hpp>

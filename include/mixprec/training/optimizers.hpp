@@ -37,7 +37,8 @@
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/optimizer.hpp>
 #include <mixprec/kernels/reduce.hpp>
-#include <mixprec/training/detail/config_reader.hpp>
+#include <mixprec/layers/variable.hpp>
+#include <mixprec/runtime/detail/config_reader.hpp>
 #include <mixprec/training/schedules.hpp>
 
 namespace mixprec::optimizers {
@@ -52,15 +53,9 @@ struct options {
   std::optional<double> loss_scale_factor = std::nullopt;
 };
 
-/// One variable and its gradient, both in the variable dtype V.
-template <class V>
-struct gradient_and_variable_of {
-  std::span<V> gradient;
-  std::span<V> variable;
-};
-using gradient_and_variable =
-    std::variant<gradient_and_variable_of<float>, gradient_and_variable_of<bfloat16>, gradient_and_variable_of<float16>,
-                 gradient_and_variable_of<double>>;
+/// One variable and its gradient, both in the variable dtype (layers/variable.hpp).
+using mixprec::gradient_and_variable;
+using mixprec::gradient_and_variable_of;
 
 enum class optimizer_kind { sgd, adam, adamw };
 
@@ -350,7 +345,7 @@ struct AdamW : Optimizer {
 };
 
 inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
-  using training::detail::shown;
+  using mixprec::detail::shown;
   if (serialized.is_string()) {
     const auto name = serialized.get<std::string>();
     if (name == "sgd" || name == "SGD") return SGD();
@@ -364,7 +359,7 @@ inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
     throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized) +
                                 ". Expected {\"class_name\": ..., \"config\": {...}} or a name.");
   const std::string class_name = serialized["class_name"].get<std::string>();
-  training::detail::config_reader c(serialized["config"], class_name);
+  mixprec::detail::config_reader c(serialized["config"], class_name);
   if (c.has("name")) c.raw("name");  // a label only
   auto learning_rate = [&](double fallback) {
     return c.has("learning_rate") ? schedules::LearningRate::from_config(c.raw("learning_rate"))

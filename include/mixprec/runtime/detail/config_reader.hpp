@@ -1,17 +1,22 @@
 // Reads a Keras config object key by key, each as the type it must have, with errors that name
 // the owner and the key: a config written by someone else never surfaces as a JSON library
-// exception, and a key nobody read is reported rather than silently ignored.
+// exception, and a key nobody read is reported rather than silently ignored. Layers, optimizers
+// and schedules all read their configs through it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
-namespace mixprec::training::detail {
+namespace mixprec::detail {
 
 /// A JSON value for an error message; invalid UTF-8 is shown replaced rather than thrown on.
 inline std::string shown(const nlohmann::json& value) {
@@ -29,6 +34,8 @@ class config_reader {
     read_.insert(key);
     return config_.at(key);
   }
+  /// Marks a key as handled elsewhere (a layer's name and dtype, read by the model).
+  void skip(const char* key) { read_.insert(key); }
 
   double number(const char* key, std::optional<double> fallback = std::nullopt) {
     read_.insert(key);
@@ -55,11 +62,45 @@ class config_reader {
     if (!config_[key].is_number_integer()) fail("`" + std::string(key) + "` must be an integer. Received: " + received(key));
     return config_[key].get<std::int64_t>();
   }
+  /// A positive integer (units, filters).
+  std::size_t positive(const char* key, std::optional<std::size_t> fallback = std::nullopt) {
+    read_.insert(key);
+    if (!has(key) && fallback) return *fallback;
+    if (!has(key) || !config_[key].is_number_integer() || config_[key].get<long long>() <= 0)
+      fail("`" + std::string(key) + "` must be a positive integer. Received: " + received(key));
+    return config_[key].get<std::size_t>();
+  }
+  /// A positive integer or a pair of them ([2, 3], or 2 for both).
+  std::pair<std::size_t, std::size_t> pair(const char* key,
+                                           std::optional<std::pair<std::size_t, std::size_t>> fallback = std::nullopt) {
+    read_.insert(key);
+    if (!has(key) && fallback) return *fallback;
+    const nlohmann::json& value = has(key) ? config_[key] : nlohmann::json();
+    const auto one = [&](const nlohmann::json& v) {
+      if (!v.is_number_integer() || v.get<long long>() <= 0)
+        fail("`" + std::string(key) + "` must be a positive integer or a pair of them. Received: " + received(key));
+      return v.get<std::size_t>();
+    };
+    if (value.is_array() && value.size() == 2) return {one(value[0]), one(value[1])};
+    const std::size_t both = one(value);
+    return {both, both};
+  }
   bool boolean(const char* key, bool fallback) {
     read_.insert(key);
     if (!has(key)) return fallback;
     if (!config_[key].is_boolean()) fail("`" + std::string(key) + "` must be true or false. Received: " + received(key));
     return config_[key].get<bool>();
+  }
+  /// One of `choices` (the first when the key is absent).
+  std::string_view choice(const char* key, std::span<const std::string_view> choices) {
+    read_.insert(key);
+    if (!has(key)) return choices.front();
+    if (config_[key].is_string())
+      for (std::string_view option : choices)
+        if (config_[key].get_ref<const std::string&>() == option) return option;
+    std::string accepted;
+    for (std::string_view option : choices) accepted += (accepted.empty() ? "\"" : ", \"") + std::string(option) + "\"";
+    fail("`" + std::string(key) + "` must be one of " + accepted + ". Received: " + received(key));
   }
   /// A setting mixprec does not implement: accepted only at its default (null or `neutral`).
   void unsupported(const char* key, const nlohmann::json& neutral = nullptr) {
@@ -84,4 +125,4 @@ class config_reader {
   std::set<std::string> read_;
 };
 
-}  // namespace mixprec::training::detail
+}  // namespace mixprec::detail

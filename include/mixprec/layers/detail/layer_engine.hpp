@@ -1,0 +1,191 @@
+// One layer of a kind, computing in C with variables in V: the calls, the training step's
+// forward pass (which records what backward needs) and backward pass, and the weight
+// gradients. Both a compile-time layer (Dense<64>) and the runtime model's generic layer own one
+// and hand it their variables as weight_refs, so the two model kinds run the same code.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/initializers.hpp>
+#include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/tensor.hpp>
+#include <mixprec/layers/variable.hpp>
+
+namespace mixprec::detail {
+
+/// A variable of type W from a weight spec, drawn with the seed of its path "<layer>/<weight>".
+template <class W>
+W make_variable(const std::string& layer, const weight_spec& spec) {
+  using V = typename W::true_dtype;
+  W variable(spec.name, typename W::value_type(initial_values<V>(spec.initializer, spec.shape, layer + "/" + spec.name)),
+             spec.shape, spec.trainable);
+  if (spec.regularizer) variable.set_regularizer(*spec.regularizer);
+  return variable;
+}
+
+/// The weight_ref of a variable: its true value, and its compute-dtype value when it reads in C.
+template <class V, class C, class R, std::size_t... E>
+weight_ref<V, C> reference(const AutoCastVariable<V, R, E...>& variable) {
+  if constexpr (std::is_same_v<R, C>) return {variable.value().values(), variable.compute_value().values()};
+  else return {variable.value().values(), {}};
+}
+
+template <class Kind>
+typename Kind::state initial_state(const typename Kind::settings& settings) {
+  if constexpr (requires { Kind::initial_state(settings); }) return Kind::initial_state(settings);
+  else return {};
+}
+
+template <class Kind, class C, class V>
+class layer_engine {
+ public:
+  using settings_type = typename Kind::settings;
+  using ref = weight_ref<V, C>;
+
+  explicit layer_engine(settings_type settings)
+      : settings_(std::move(settings)), state_(initial_state<Kind>(settings_)), pending_state_(state_) {}
+
+  const settings_type& settings() const { return settings_; }
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable) { trainable_ = trainable; }
+
+  /// Fixes the input extents (batch excluded); returns the weights to create. Throws
+  /// std::invalid_argument when the kind cannot take such inputs.
+  std::vector<weight_spec> build(std::span<const std::size_t> input) {
+    std::vector<std::size_t> output = Kind::output_shape(settings_, input);
+    input_.assign(input.begin(), input.end());
+    output_shape_ = std::move(output);
+    specs_ = Kind::weights(settings_, input);
+    return specs_;
+  }
+  const std::vector<std::size_t>& input_shape() const { return input_; }
+  const std::vector<std::size_t>& output_shape() const { return output_shape_; }
+  const std::vector<weight_spec>& weight_specs() const { return specs_; }
+  std::size_t output_size(std::size_t batch) const { return batch * call_shape{batch, output_shape_}.feature_size(); }
+
+  /// y = layer(x) outside a training step, for inputs of the shape given (a layer without
+  /// weights takes any shape its kind accepts); in training mode, non-trainable weights' new
+  /// values land in `updates` for the caller to assign now.
+  void call(call_shape shape, std::span<const C> x, std::span<const ref> weights, std::span<C> y, bool training,
+            std::vector<weight_update<V>>& updates) {
+    Kind::template forward<C, V>(
+        forward_args<Kind, C, V>{settings_, state_, shape, x, weights, y, training, trainable_, nullptr, updates});
+  }
+
+  /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
+  /// output stays owned by the engine until the next step; nothing persistent changes before
+  /// commit().
+  template <class D>
+  std::span<const C> forward_for_training(std::size_t batch, std::span<const D> x, std::span<const ref> weights) {
+    batch_ = batch;
+    if constexpr (std::is_same_v<D, C>) {
+      input_values_ = x;
+    } else {
+      converted_input_.resize(x.size());
+      convert<D, C>(x, std::span(converted_input_));
+      input_values_ = converted_input_;
+    }
+    output_.resize(output_size(batch));
+    pending_state_ = state_;
+    updates_.clear();
+    Kind::template forward<C, V>(forward_args<Kind, C, V>{settings_, pending_state_, {batch, input_}, input_values_,
+                                                          weights, output_, true, trainable_, &saved_, updates_});
+    return output_;
+  }
+
+  /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
+  /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
+  /// every trained weight (regularizers' gradients added in V) and returns dx in C, if wanted.
+  template <class D>
+  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient) {
+    std::span<const C> dy_c;
+    if constexpr (std::is_same_v<D, C>) {
+      dy_c = dy;
+    } else {
+      converted_gradient_.resize(dy.size());
+      convert<D, C>(dy, std::span(converted_gradient_));
+      dy_c = converted_gradient_;
+    }
+    gradients_.resize(specs_.size());
+    std::vector<std::span<V>> gradients(specs_.size());
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+      if (trains(i)) {
+        gradients_[i].resize(weights[i].value.size());
+        gradients[i] = gradients_[i];
+      }
+    input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
+    Kind::template backward<C, V>(backward_args<Kind, C, V>{settings_, {batch_, input_}, saved_, input_values_, output_,
+                                                            weights, dy_c, input_gradient_, gradients,
+                                                            trainable_});
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+      if (trains(i) && specs_[i].regularizer)
+        std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i]); },
+                   *specs_[i].regularizer);
+    return input_gradient_;
+  }
+
+  /// Whether weight i is trained: the layer and the weight are both trainable.
+  bool trains(std::size_t i) const { return trainable_ && specs_[i].trainable; }
+  /// Weight i's gradient from the last backward (in V).
+  std::span<V> gradient(std::size_t i) { return gradients_[i]; }
+
+  /// Makes the step's forward effects permanent (the generator's draws); returns the new values
+  /// of non-trainable weights for the caller to assign.
+  const std::vector<weight_update<V>>& commit() {
+    state_ = pending_state_;
+    return updates_;
+  }
+
+ private:
+  settings_type settings_;
+  typename Kind::state state_;
+  bool trainable_ = true;
+  std::vector<std::size_t> input_, output_shape_;
+  std::vector<weight_spec> specs_;
+
+  // The last training step's record.
+  typename Kind::state pending_state_;
+  std::vector<weight_update<V>> updates_;
+  std::size_t batch_ = 0;
+  std::span<const C> input_values_;
+  value_buffer<C> converted_input_, output_, converted_gradient_, input_gradient_;
+  typename Kind::template saved<C> saved_;
+  std::vector<value_buffer<V>> gradients_;
+};
+
+}  // namespace mixprec::detail
+
+namespace mixprec::detail {
+
+/// The (gradient, variable) pairs of a layer's trained weights, after its backward pass.
+/// for_each_weight(f) calls f(variable, index) for each of the layer's variables.
+template <class Engine, class ForEachWeight>
+void collect_gradients(Engine& engine, ForEachWeight&& for_each_weight, std::vector<gradient_and_variable>& pairs) {
+  for_each_weight([&](auto& variable, std::size_t i) {
+    using V = typename std::remove_cvref_t<decltype(variable)>::true_dtype;
+    if (engine.trains(i)) pairs.push_back(gradient_and_variable_of<V>{engine.gradient(i), variable.values_to_update()});
+  });
+}
+
+/// Ends a training step that succeeded: the trained variables' compute copies refreshed, the
+/// non-trainable weights' new values (moving statistics) assigned, the generator advanced.
+template <class Engine, class ForEachWeight>
+void finish_step(Engine& engine, ForEachWeight&& for_each_weight) {
+  const auto& updates = engine.commit();
+  for_each_weight([&](auto& variable, std::size_t i) {
+    using V = typename std::remove_cvref_t<decltype(variable)>::true_dtype;
+    if (engine.trains(i)) variable.updated();
+    for (const auto& update : updates)
+      if (update.weight == i) variable.assign_values(std::span<const V>(update.value));
+  });
+}
+
+}  // namespace mixprec::detail

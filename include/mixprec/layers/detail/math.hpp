@@ -1,0 +1,205 @@
+// Arithmetic several layer kinds share: activations and their gradients, the Dense product
+// (forward: GEMM + fused bias/activation epilogue; backward: the two transposed GEMMs and the bias
+// column sum) and per-thread scratch buffers.
+//
+// float16 / bfloat16 / float32 compute: the kernels (GEMMs accumulate in float32; one rounding to
+// the compute dtype per stored value). float64: Eigen's double GEMM and double element-wise math.
+// Weight gradients leave the GEMM in float32 and are rounded once to the variable dtype.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/core/detail/x86_intrinsics.hpp>  // before Eigen
+
+#include <Eigen/Core>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/dtype.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/elementwise.hpp>
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/reduce.hpp>
+#include <mixprec/layers/activations.hpp>
+
+namespace mixprec::detail {
+
+/// The elementwise kernel of an activation. softmax is not elementwise: its callers run
+/// softmax_rows, and asking for it here is a logic error (as is a kind outside the enum).
+inline kernels::activation to_kernel_activation(activation_kind kind) {
+  switch (kind) {
+    case activation_kind::linear: return kernels::activation::linear;
+    case activation_kind::relu: return kernels::activation::relu;
+    case activation_kind::gelu: return kernels::activation::gelu;
+    case activation_kind::gelu_approximate: return kernels::activation::gelu_approximate;
+    case activation_kind::sigmoid: return kernels::activation::sigmoid;
+    case activation_kind::tanh: return kernels::activation::tanh;
+    case activation_kind::exponential: return kernels::activation::exp;
+    case activation_kind::softmax: break;
+  }
+  throw std::logic_error("to_kernel_activation: activation " + std::to_string(static_cast<int>(kind)) +
+                         " has no elementwise kernel (softmax runs over rows).");
+}
+
+/// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
+/// the next call: layers' temporaries (GEMM accumulators, im2col columns) are then allocated
+/// once per thread instead of once per call. Its contents are whatever the last user left. The
+/// memory lives as long as the thread and is as large as the largest call it served (a 3x3
+/// Conv2D over a 256 x 26 x 26 x 32 float batch keeps 170 MB of im2col columns), the price of
+/// not allocating per call, as oneDNN's and PyTorch's scratchpads do.
+template <class T, class Purpose>
+std::span<T> scratch_buffer(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return std::span(buffer).first(n);
+}
+struct dense_accumulator;
+struct softmax_bias;
+struct softmax_logits;
+struct gradient_accumulator;
+struct activation_gradient_buffer;
+struct input_gradient_accumulator;
+
+/// The dtype a product of C values accumulates in: float32, or double for float64 layers.
+template <class C>
+using accumulator_t = std::conditional_t<std::is_same_v<C, double>, double, float>;
+
+/// y = act(x), element-wise (softmax: over rows of `cols`).
+template <class C>
+void activate(activation_kind kind, std::span<const C> x, std::span<C> y, std::size_t cols) {
+  if (kind == activation_kind::softmax) {
+    kernels::softmax_rows<C>(x, y, cols);
+  } else {
+    kernels::activate<C>(to_kernel_activation(kind), x, y);
+  }
+}
+
+/// dx = dy act'(x) for an activation whose input was x and output y (softmax uses y; relu,
+/// whose output is positive exactly where its input is, may be given y as x).
+template <class C>
+void activation_gradient(activation_kind kind, std::span<const C> x, std::span<const C> y, std::span<const C> dy,
+                         std::span<C> dx, std::size_t cols) {
+  if (kind == activation_kind::softmax) {
+    kernels::softmax_rows_backward<C>(y, dy, dx, cols);
+  } else {
+    kernels::activation_backward<C>(to_kernel_activation(kind), x, dy, dx);
+  }
+}
+
+/// y = act(acc + bias), rounded once to C; acc is float32 (bias may be empty).
+template <class C>
+void dense_epilogue(std::span<const float> acc, std::span<const C> bias, activation_kind kind, std::span<C> y,
+                    std::size_t cols) {
+  if (kind != activation_kind::softmax) {
+    kernels::bias_activation<C>(acc, bias, to_kernel_activation(kind), y, cols);
+    return;
+  }
+  // Softmax over the biased float32 accumulator, then one rounding to C.
+  const std::span<float> bias32 = scratch_buffer<float, softmax_bias>(bias.size());
+  const std::span<float> logits = scratch_buffer<float, softmax_logits>(acc.size());
+  convert<C, float>(bias, bias32);
+  kernels::bias_activation<float>(acc, bias32, kernels::activation::linear, logits, cols);
+  if constexpr (std::is_same_v<C, float>) {
+    kernels::softmax_rows<float>(logits, y, cols);
+  } else {
+    kernels::softmax_rows<float>(logits, logits, cols);
+    convert<float, C>(logits, y);
+  }
+}
+
+using row_major = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+inline Eigen::Map<const row_major> matrix(std::span<const double> values, std::size_t rows, std::size_t cols) {
+  return {values.data(), static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols)};
+}
+inline Eigen::Map<row_major> matrix(std::span<double> values, std::size_t rows, std::size_t cols) {
+  return {values.data(), static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols)};
+}
+
+/// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
+/// With `pre_activation` (training, an activation other than linear and softmax), also
+/// pre_activation = x * kernel + bias rounded to C, which the activation's gradient reads.
+template <ComputeDType C>
+void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
+                   std::span<const C> bias, std::size_t units, activation_kind kind, std::span<C> y,
+                   std::span<C> pre_activation = {}) {
+  if constexpr (std::is_same_v<C, double>) {
+    matrix(y, rows, units).noalias() = matrix(x, rows, in) * matrix(kernel, in, units);
+    if (!bias.empty()) kernels::bias_add<double>(y, bias);
+    if (!pre_activation.empty()) std::copy(y.begin(), y.end(), pre_activation.begin());
+    activate<double>(kind, y, y, units);
+  } else {
+    // float32 accumulates straight into y (the epilogue then runs in place, after the
+    // pre-activation, if wanted, has been taken); 16-bit dtypes need a float32 accumulator,
+    // which is reused from call to call.
+    const std::span<float> acc = [&] {
+      if constexpr (std::is_same_v<C, float>) return y;
+      else return scratch_buffer<float, dense_accumulator>(rows * units);
+    }();
+    kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
+                  units, 0.0f, acc.data(), units);
+    if (!pre_activation.empty()) kernels::bias_activation<C>(acc, bias, kernels::activation::linear, pre_activation, units);
+    dense_epilogue<C>(acc, bias, kind, y, units);
+  }
+}
+
+/// Stores an accumulator-dtype gradient in the dtype it is handed on in (one rounding; a copy
+/// when the dtypes agree).
+template <class V, class A>
+void store_gradient(std::span<const A> gradient, std::span<V> out) {
+  if constexpr (std::is_same_v<A, V>) {
+    if (gradient.data() != out.data()) std::copy(gradient.begin(), gradient.end(), out.begin());
+  } else {
+    convert<A, V>(gradient, out);
+  }
+}
+
+/// dz kernel^T [rows x in], in the accumulator dtype, in a per-thread scratch buffer: the
+/// input gradient of a product before its rounding to C (Conv2D sums it over windows first).
+template <ComputeDType C>
+std::span<const accumulator_t<C>> input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in,
+                                                          std::span<const C> kernel, std::size_t units) {
+  const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>, input_gradient_accumulator>(rows * in);
+  if constexpr (std::is_same_v<C, double>) {
+    matrix(products, rows, in).noalias() = matrix(dz, rows, units) * matrix(kernel, in, units).transpose();
+  } else {
+    kernels::gemm(kernels::transpose::no, kernels::transpose::yes, rows, in, units, 1.0f, dz.data(), units,
+                  kernel.data(), units, 0.0f, products.data(), in);
+  }
+  return products;
+}
+
+/// The backward pass of y = dz-producing product z = x * kernel + bias, given dz:
+///   kernel_gradient[in x units] = x^T dz,  bias_gradient = column sums of dz (both in V;
+///   either may be empty: a frozen weight), dx[rows x in] = dz kernel^T (in C; empty: not wanted).
+template <ComputeDType C, class V>
+void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
+                    std::size_t units, std::span<const C> dz, std::span<V> kernel_gradient, std::span<V> bias_gradient,
+                    std::span<C> dx) {
+  using A = accumulator_t<C>;
+  const auto in_accumulator = [](std::span<V> out, std::size_t n) {
+    if constexpr (std::is_same_v<A, V>) return out;
+    else return scratch_buffer<A, gradient_accumulator>(n);
+  };
+  if (!bias_gradient.empty()) {
+    const std::span<A> sums = in_accumulator(bias_gradient, units);
+    column_sum(dz, sums, units);
+    store_gradient<V, A>(sums, bias_gradient);
+  }
+  if (!kernel_gradient.empty()) {
+    const std::span<A> products = in_accumulator(kernel_gradient, in * units);
+    if constexpr (std::is_same_v<C, double>) {
+      matrix(products, in, units).noalias() = matrix(x, rows, in).transpose() * matrix(dz, rows, units);
+    } else {
+      kernels::gemm(kernels::transpose::yes, kernels::transpose::no, in, units, rows, 1.0f, x.data(), in, dz.data(),
+                    units, 0.0f, products.data(), units);
+    }
+    store_gradient<V, A>(products, kernel_gradient);
+  }
+  if (!dx.empty()) store_gradient<C, accumulator_t<C>>(input_gradient_products<C>(dz, rows, in, kernel, units), dx);
+}
+
+}  // namespace mixprec::detail

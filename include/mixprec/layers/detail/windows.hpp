@@ -1,0 +1,90 @@
+// Convolution and pooling windows over NHWC tensors: Keras' output sizes and "same" padding, a
+// walk over every window's rows, and im2col / col2im, shared by Conv2D and MaxPooling2D.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+
+#include <mixprec/core/cast.hpp>
+
+namespace mixprec::detail {
+
+/// Output length of a convolution / pooling window along one axis (Keras' formula).
+constexpr std::size_t window_output(std::size_t input, std::size_t window, std::size_t stride, bool same) {
+  if (same) return (input + stride - 1) / stride;
+  return input < window ? 0 : (input - window) / stride + 1;
+}
+/// Zeros added before the input along one axis for "same" padding (the rest goes after).
+constexpr std::size_t padding_before(std::size_t input, std::size_t window, std::size_t stride, bool same) {
+  if (!same) return 0;
+  const std::size_t output = window_output(input, window, stride, true);
+  const std::size_t needed = (output - 1) * stride + window;
+  return needed > input ? (needed - input) / 2 : 0;
+}
+
+struct conv_geometry {
+  std::size_t batch, height, width, channels;  // input, NHWC
+  std::size_t kernel_height, kernel_width, stride_height, stride_width;
+  bool same;
+  std::size_t out_height() const { return window_output(height, kernel_height, stride_height, same); }
+  std::size_t out_width() const { return window_output(width, kernel_width, stride_width, same); }
+  std::size_t patch() const { return kernel_height * kernel_width * channels; }
+};
+
+/// Calls visit(output_pixel, first_slot, slots, first_input_pixel) for every row of every
+/// output pixel's window, with the part of that row inside the input: `slots` window positions
+/// from first_slot = ky * kernel_width + kx, which read the consecutive input pixels from
+/// first_input_pixel on (a window row is contiguous in NHWC, whatever the strides). Output
+/// pixels come in NHW order, pixels are indices (element offsets are pixel * channels), and rows
+/// or positions in "same" padding are skipped.
+template <class Visit>
+void for_each_window_run(const conv_geometry& g, Visit&& visit) {
+  const std::size_t oh = g.out_height(), ow = g.out_width();
+  const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
+  const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
+  for (std::size_t n = 0; n < g.batch; ++n)
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        const std::size_t out = (n * oh + oy) * ow + ox;
+        // Window columns kx in [first_kx, end_kx) land inside the input: left <= ox * sw + kx < left + width.
+        // Every window holds at least one input column (x0 < left + width, left < kernel_width).
+        const std::size_t x0 = ox * g.stride_width;
+        const std::size_t first_kx = left > x0 ? left - x0 : 0;
+        const std::size_t end_kx = std::min(g.kernel_width, left + g.width - x0);
+        for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
+          const std::size_t iy = oy * g.stride_height + ky;
+          if (iy < top || iy - top >= g.height) continue;
+          visit(out, ky * g.kernel_width + first_kx, end_kx - first_kx,
+                (n * g.height + (iy - top)) * g.width + (x0 + first_kx - left));
+        }
+      }
+}
+
+/// im2col: one row per output pixel, holding its receptive field (kh, kw, c order, zero padded).
+template <class C>
+void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) {
+  const std::size_t patch = g.patch();
+  // Only "same" padding leaves positions that no input pixel fills.
+  if (g.same) std::fill(columns.begin(), columns.end(), cast<C>(0));
+  for_each_window_run(g, [&](std::size_t out, std::size_t slot, std::size_t slots, std::size_t in) {
+    const C* pixels = x.data() + in * g.channels;
+    std::copy(pixels, pixels + slots * g.channels, columns.data() + out * patch + slot * g.channels);
+  });
+}
+
+/// The adjoint of im2col: dx (float32 or float64 accumulators, zeroed first) receives every column
+/// entry at the input pixel it was copied from, summed in window order (the same order on every
+/// target: the adds are plain additions).
+template <class A>
+void col2im(std::span<const A> columns, const conv_geometry& g, std::span<A> dx) {
+  const std::size_t patch = g.patch();
+  std::fill(dx.begin(), dx.end(), A(0));
+  for_each_window_run(g, [&](std::size_t out, std::size_t slot, std::size_t slots, std::size_t in) {
+    const A* from = columns.data() + out * patch + slot * g.channels;
+    A* to = dx.data() + in * g.channels;
+    for (std::size_t i = 0; i < slots * g.channels; ++i) to[i] += from[i];
+  });
+}
+
+}  // namespace mixprec::detail

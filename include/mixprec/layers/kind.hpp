@@ -1,0 +1,185 @@
+// What a layer kind describes, once, for both model kinds.
+//
+// A layer kind (layers/kinds/*.hpp: dense, conv2d, max_pooling2d, batch_normalization, dropout,
+// activation, softmax, flatten) is a struct with
+//   keras_class                         its Keras class name
+//   settings                            everything a Keras config of it says (units, activation, ...)
+//   state                               what a layer keeps between calls besides weights (Dropout's generator)
+//   saved<C>                            what a training forward keeps for the backward pass
+//   output_shape(settings, input)       shapes without the batch; throws std::invalid_argument
+//   weights(settings, input)            its weights: name, shape, initializer, regularizer, trainable
+//   forward<C, V>(...), backward<C, V>(...)   the math, on spans (C compute dtype, V variable dtype)
+//   write_config(settings, json), read_config(reader)   its Keras config, both ways
+// The compile-time layers (Dense<64, ...>) and the runtime model's one generic layer
+// (models/runtime_layers.hpp) are both built from it, so they run the same arithmetic bit for bit
+// and write the same configs.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/layers/initializers.hpp>
+#include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/regularizers.hpp>
+#include <mixprec/runtime/detail/config_reader.hpp>
+
+namespace mixprec {
+
+/// Initializers and regularizers of a layer's kernel and bias (Keras' constructor arguments).
+struct weight_settings {
+  initializers::any kernel_initializer = initializers::glorot_uniform{};
+  initializers::any bias_initializer = initializers::zeros{};
+  std::optional<regularizers::any> kernel_regularizer = std::nullopt;
+  std::optional<regularizers::any> bias_regularizer = std::nullopt;
+};
+
+namespace detail {
+
+/// One weight of a layer kind, for inputs of a given shape.
+struct weight_spec {
+  std::string name;
+  /// As Keras reports it (a Conv2D kernel: {kh, kw, in, filters}).
+  std::vector<std::size_t> shape;
+  initializers::any initializer;
+  std::optional<regularizers::any> regularizer = std::nullopt;
+  bool trainable = true;
+  /// Read in the compute dtype inside a call (false: in the variable dtype, BatchNormalization's).
+  bool autocast = true;
+};
+
+/// A weight as a kind's math reads it: the true value, and (for an autocast weight) the value
+/// in the compute dtype.
+template <class V, class C>
+struct weight_ref {
+  std::span<const V> value;
+  std::span<const C> read;
+};
+
+/// A new value a forward pass gives a non-trainable weight (BatchNormalization's moving
+/// statistics). Training steps apply it only once the step has succeeded.
+template <class V>
+struct weight_update {
+  std::size_t weight;
+  std::vector<V> value;
+};
+
+/// The shape of one call: the batch and the extents after it.
+struct call_shape {
+  std::size_t batch;
+  std::span<const std::size_t> features;
+  std::size_t feature_size() const {
+    std::size_t size = 1;
+    for (std::size_t e : features) size *= e;
+    return size;
+  }
+  std::size_t last() const { return features.empty() ? 1 : features.back(); }
+};
+
+/// A kind with nothing to keep between calls, or nothing to save for backward.
+struct no_state {};
+template <class C>
+struct nothing_saved {};
+
+/// What a kind's forward pass gets.
+template <class Kind, class C, class V>
+struct forward_args {
+  const typename Kind::settings& settings;
+  typename Kind::state& state;
+  call_shape shape;
+  std::span<const C> x;
+  std::span<const weight_ref<V, C>> weights;
+  /// The output; element-wise kinds accept y aliasing x exactly (in place).
+  std::span<C> y;
+  bool training;
+  /// The layer's trainable flag (a frozen BatchNormalization runs in inference mode, as in Keras).
+  bool trainable;
+  /// Where to keep what backward needs; null unless the call is a training step's.
+  typename Kind::template saved<C>* saved;
+  /// New values of non-trainable weights (moving statistics), applied by the caller.
+  std::vector<weight_update<V>>& updates;
+};
+
+/// What a kind's backward pass gets: the forward's input x and output y (both in C), dy, and
+/// where to write dx (in C; empty when no one needs it: the first layer) and each weight's
+/// gradient (in V; an empty span for a weight that is not trained).
+template <class Kind, class C, class V>
+struct backward_args {
+  const typename Kind::settings& settings;
+  call_shape shape;
+  const typename Kind::template saved<C>& saved;
+  std::span<const C> x;
+  std::span<const C> y;
+  std::span<const weight_ref<V, C>> weights;
+  std::span<const C> dy;
+  std::span<C> dx;
+  std::span<const std::span<V>> weight_gradients;
+  /// False for a frozen BatchNormalization, which Keras runs in inference mode.
+  bool training;
+};
+
+/// The Keras config entries of a regularizer slot (null when none).
+inline nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {
+  return regularizer ? regularizers::serialize(*regularizer) : nlohmann::ordered_json(nullptr);
+}
+inline std::optional<regularizers::any> read_regularizer(config_reader& read, const char* key) {
+  if (!read.has(key)) {
+    read.skip(key);
+    return std::nullopt;
+  }
+  try {
+    return regularizers::get(read.raw(key));
+  } catch (const std::invalid_argument& error) {
+    read.fail("`" + std::string(key) + "`: " + error.what());
+  }
+}
+inline initializers::any read_initializer(config_reader& read, const char* key, initializers::any fallback) {
+  if (!read.has(key)) {
+    read.skip(key);
+    return fallback;
+  }
+  try {
+    return initializers::get(read.raw(key));
+  } catch (const std::invalid_argument& error) {
+    read.fail("`" + std::string(key) + "`: " + error.what());
+  }
+}
+inline activation_kind read_activation(config_reader& read, const char* key = "activation") {
+  if (!read.has(key)) {
+    read.skip(key);
+    return activation_kind::linear;
+  }
+  const nlohmann::json& value = read.raw(key);
+  if (value.is_string())
+    if (auto kind = find_activation(value.get_ref<const std::string&>())) return *kind;
+  std::string known;
+  for (auto name : activation_names) known += (known.empty() ? "" : ", ") + std::string(name);
+  read.fail("unknown activation " + shown(value) + "; known: " + known + ".");
+}
+
+/// Kernel and bias settings in a Dense / Conv2D config, both ways.
+inline void write_weight_settings(const weight_settings& w, nlohmann::ordered_json& config) {
+  config["kernel_initializer"] = initializers::serialize(w.kernel_initializer);
+  config["bias_initializer"] = initializers::serialize(w.bias_initializer);
+  config["kernel_regularizer"] = regularizer_config(w.kernel_regularizer);
+  config["bias_regularizer"] = regularizer_config(w.bias_regularizer);
+  config["activity_regularizer"] = nullptr;
+  config["kernel_constraint"] = nullptr;
+  config["bias_constraint"] = nullptr;
+}
+inline weight_settings read_weight_settings(config_reader& read) {
+  weight_settings w;
+  w.kernel_initializer = read_initializer(read, "kernel_initializer", initializers::glorot_uniform{});
+  w.bias_initializer = read_initializer(read, "bias_initializer", initializers::zeros{});
+  w.kernel_regularizer = read_regularizer(read, "kernel_regularizer");
+  w.bias_regularizer = read_regularizer(read, "bias_regularizer");
+  for (const char* key : {"activity_regularizer", "kernel_constraint", "bias_constraint"}) read.unsupported(key);
+  return w;
+}
+
+}  // namespace detail
+}  // namespace mixprec

@@ -1,0 +1,164 @@
+// KindLayer<Derived, Kind, Policy, Autocast>: a compile-time layer built from a layer kind's
+// description (layers/kind.hpp). Derived (Dense<64, ...>) says, in types, which options it takes,
+// its output type for an input type, the types of its weights (weights_of) and the compile-time
+// checks on its input (check_input<X>); everything else -- building the weights, the call, the
+// training step's forward and backward passes, the Keras config -- comes from the kind, through
+// the same layer_engine the runtime model uses.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/layers/detail/layer_engine.hpp>
+#include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/tensor.hpp>
+
+namespace mixprec {
+
+namespace detail {
+/// The extents of X after the batch (all of them for an unbatched tensor).
+template <class X>
+std::vector<std::size_t> features_of() {
+  const auto extents = X::shape_type::extents;
+  return {extents.begin() + (X::batched ? 1 : 0), extents.end()};
+}
+}  // namespace detail
+
+template <class Derived, class Kind, class PolicyOption, bool Autocast>
+class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
+  using base = Layer<Derived, PolicyOption, Autocast>;
+
+ public:
+  using typename base::compute_dtype;
+  using typename base::policy;
+  using typename base::variable_dtype;
+  using kind = Kind;
+  using engine_type = detail::layer_engine<Kind, compute_dtype, variable_dtype>;
+  using weight_ref = detail::weight_ref<variable_dtype, compute_dtype>;
+
+  const typename Kind::settings& settings() const { return engine_.settings(); }
+  /// Keras' layer.trainable: false freezes every weight of the layer (and runs a
+  /// BatchNormalization in inference mode).
+  bool trainable() const { return engine_.trainable(); }
+  void set_trainable(bool trainable) { engine_.set_trainable(trainable); }
+
+  template <class X>
+  void build(const X&) {
+    Derived::template check_input<X>();
+    const std::vector<detail::weight_spec> specs = engine_.build(detail::features_of<X>());
+    std::size_t i = 0;
+    std::apply(
+        [&](auto&... weights) {
+          ((weights = detail::make_variable<std::remove_cvref_t<decltype(weights)>>(this->name(), specs.at(i++))), ...);
+        },
+        Derived::weights_of(derived()));
+    if (i != specs.size()) throw std::logic_error(std::string(Kind::keras_class) + ": weights_of lists another number of weights than the kind.");
+  }
+
+  /// The call (kinds that write a new output).
+  template <class X>
+    requires(!requires { Kind::in_place; })
+  auto call(const call_context<policy>& context, const X& x) {
+    check_dtype<X>();
+    typename D<X>::template output_t<X> y(x.batch(), uninitialized);
+    run<X>(context.training(), batch_of(x), x.values(), y.values());
+    return y;
+  }
+  /// The call of element-wise kinds (Activation, Dropout, Flatten): x taken by value and worked
+  /// on in place, so an rvalue input costs no copy.
+  template <class X>
+    requires requires { Kind::in_place; }
+  auto call(const call_context<policy>& context, X x) {
+    check_dtype<X>();
+    const std::size_t batch = batch_of(x);
+    typename D<X>::template output_t<X> y(std::move(x).release_values());
+    run<X>(context.training(), batch, std::as_const(y).values(), y.values());
+    return y;
+  }
+
+  /// The layer's own Keras config entries (its settings and trainable).
+  nlohmann::ordered_json keras_config() const {
+    nlohmann::ordered_json config = {{"trainable", trainable()}};
+    Kind::write_config(settings(), config);
+    return config;
+  }
+  static constexpr std::string_view keras_class = Kind::keras_class;
+
+  // What a training step drives (models/): the engine, the weights as the kind reads them, and
+  // the step's end.
+  engine_type& engine() { return engine_; }
+  std::vector<weight_ref> weight_refs() const {
+    std::vector<weight_ref> refs;
+    std::apply([&](const auto&... weights) { (refs.push_back(detail::reference<variable_dtype, compute_dtype>(weights)), ...); },
+               Derived::weights_of(derived()));
+    return refs;
+  }
+  /// f(variable, index) for every weight.
+  template <class F>
+  void for_each_indexed_weight(F&& f) {
+    std::size_t i = 0;
+    std::apply([&](auto&... weights) { (f(weights, i++), ...); }, Derived::weights_of(derived()));
+  }
+  /// The (gradient, variable) pairs of the trained weights, after backward.
+  void collect_gradients(std::vector<gradient_and_variable>& pairs) {
+    detail::collect_gradients(engine_, [&](auto f) { for_each_indexed_weight(f); }, pairs);
+  }
+  /// Ends a training step that succeeded (layer_engine.hpp).
+  void finish_step() {
+    detail::finish_step(engine_, [&](auto f) { for_each_indexed_weight(f); });
+  }
+  /// Assigns the new values a forward pass gave non-trainable weights.
+  void apply_updates(const std::vector<detail::weight_update<variable_dtype>>& updates) {
+    for (const auto& update : updates)
+      for_each_indexed_weight([&](auto& weight, std::size_t i) {
+        if (i == update.weight) weight.assign_values(std::span<const variable_dtype>(update.value));
+      });
+  }
+
+ protected:
+  explicit KindLayer(std::string name, typename Kind::settings settings, bool trainable = true)
+      : base(std::move(name)), engine_(std::move(settings)) {
+    engine_.set_trainable(trainable);
+  }
+
+ private:
+  /// Derived, named through X so that it is looked up when the call is instantiated (Derived is
+  /// incomplete while this base is).
+  template <class X>
+  using D = std::conditional_t<sizeof(X) != 0, Derived, void>;
+
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  const Derived& derived() const { return static_cast<const Derived&>(*this); }
+
+  template <class X>
+  static void check_dtype() {
+    static_assert(std::is_same_v<typename X::dtype, compute_dtype>,
+                  "A layer with no_autocast received inputs in another dtype than its compute dtype: convert them "
+                  "first (tensor_cast<compute_dtype>(x)).");
+  }
+  template <class X>
+  static std::size_t batch_of(const X& x) {
+    return X::batched ? x.batch() : 1;
+  }
+  template <class X>
+  void run(bool training, std::size_t batch, std::span<const compute_dtype> x, std::span<compute_dtype> y) {
+    static const std::vector<std::size_t> features = detail::features_of<X>();
+    const std::vector<weight_ref> refs = weight_refs();
+    std::vector<detail::weight_update<variable_dtype>> updates;
+    engine_.call({batch, features}, x, refs, y, training, updates);
+    apply_updates(updates);
+  }
+
+  engine_type engine_;
+};
+
+}  // namespace mixprec

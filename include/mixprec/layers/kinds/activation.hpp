@@ -1,0 +1,64 @@
+// The Activation and Softmax kinds (Softmax: over the last axis). Element-wise activations
+// compute in float32 and round once to the compute dtype; softmax subtracts the row maximum and
+// sums in float32. Backward: dy act'(x), softmax's from its output.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/detail/math.hpp>
+#include <mixprec/layers/kind.hpp>
+
+namespace mixprec::layer_kinds {
+
+struct activation {
+  static constexpr std::string_view keras_class = "Activation";
+  struct settings {
+    activation_kind function = activation_kind::linear;
+  };
+  /// The output may be the input's own buffer.
+  static constexpr bool in_place = true;
+  using state = detail::no_state;
+  template <class C>
+  using saved = detail::nothing_saved<C>;
+
+  static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
+    return {input.begin(), input.end()};
+  }
+  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
+
+  template <class C, class V, class Kind>
+  static void forward(const detail::forward_args<Kind, C, V>& a) {
+    detail::activate<C>(a.settings.function, a.x, a.y, a.shape.last());
+  }
+  template <class C, class V, class Kind>
+  static void backward(const detail::backward_args<Kind, C, V>& a) {
+    if (!a.dx.empty()) detail::activation_gradient<C>(a.settings.function, a.x, a.y, a.dy, a.dx, a.shape.last());
+  }
+
+  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+    config["activation"] = activation_name(s.function);
+  }
+  static settings read_config(detail::config_reader& read) { return {detail::read_activation(read)}; }
+};
+
+/// Keras' Softmax layer: the activation kind with softmax, over the last axis.
+struct softmax : activation {
+  static constexpr std::string_view keras_class = "Softmax";
+  struct settings : activation::settings {
+    settings() : activation::settings{activation_kind::softmax} {}
+  };
+  static void write_config(const settings&, nlohmann::ordered_json& config) { config["axis"] = -1; }
+  static settings read_config(detail::config_reader& read) {
+    read.unsupported("axis", -1);
+    return {};
+  }
+};
+
+}  // namespace mixprec::layer_kinds

@@ -1,0 +1,214 @@
+// The BatchNormalization kind, over the last axis, computed in float32 (float64 for float64
+// layers) whatever the compute dtype: y = (x - mean) / sqrt(variance + epsilon) * gamma + beta.
+// Training uses the batch's mean and biased variance and moves the moving statistics
+// (m = m momentum + batch (1 - momentum)); inference, and a frozen layer (Keras 3), use the moving
+// statistics. Its weights are never autocast.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/detail/number_text.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/kind.hpp>
+
+namespace mixprec::layer_kinds {
+
+struct batch_normalization {
+  static constexpr std::string_view keras_class = "BatchNormalization";
+  struct settings {
+    double momentum = 0.99;
+    double epsilon = 1e-3;
+    initializers::any gamma_initializer = initializers::ones{};
+    initializers::any beta_initializer = initializers::zeros{};
+    initializers::any moving_mean_initializer = initializers::zeros{};
+    initializers::any moving_variance_initializer = initializers::ones{};
+    std::optional<regularizers::any> gamma_regularizer = std::nullopt;
+    std::optional<regularizers::any> beta_regularizer = std::nullopt;
+  };
+  using state = detail::no_state;
+  /// The statistics the output was normalized with, per channel.
+  template <class C>
+  struct saved {
+    std::vector<double> mean, inverse_deviation;
+  };
+  enum weight_index : std::size_t { gamma, beta, moving_mean, moving_variance };
+  /// float32, or float64 when either dtype is.
+  template <class C, class V>
+  using statistics_t = std::conditional_t<std::is_same_v<C, double> || std::is_same_v<V, double>, double, float>;
+
+  static void check(const settings& s) {
+    if (!(s.momentum >= 0.0 && s.momentum <= 1.0))
+      throw std::invalid_argument("BatchNormalization: momentum must be in [0, 1]; got " + detail::number_text(s.momentum) + ".");
+    if (!(s.epsilon > 0.0))
+      throw std::invalid_argument("BatchNormalization: epsilon must be positive; got " + detail::number_text(s.epsilon) + ".");
+  }
+
+  static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
+    if (input.empty()) throw std::invalid_argument("BatchNormalization needs inputs with a channel axis.");
+    return {input.begin(), input.end()};
+  }
+  static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
+    const std::size_t channels = input.back();
+    return {{"gamma", {channels}, s.gamma_initializer, s.gamma_regularizer, true, false},
+            {"beta", {channels}, s.beta_initializer, s.beta_regularizer, true, false},
+            {"moving_mean", {channels}, s.moving_mean_initializer, std::nullopt, false, false},
+            {"moving_variance", {channels}, s.moving_variance_initializer, std::nullopt, false, false}};
+  }
+
+  template <class C, class V>
+  static void forward(const detail::forward_args<batch_normalization, C, V>& a) {
+    using S = statistics_t<C, V>;
+    const std::size_t channels = a.shape.last();
+    std::vector<S> mean(channels), variance(channels);
+    if (a.training && a.trainable) {
+      moments<C, S>(a.x, channels, mean, variance);
+      const auto m = static_cast<S>(a.settings.momentum);
+      for (std::size_t index : {moving_mean, moving_variance}) {
+        const std::vector<S>& batch = index == moving_mean ? mean : variance;
+        const std::vector<S> moving = wide<V, S>(a.weights[index].value);
+        std::vector<V> updated(channels);
+        for (std::size_t c = 0; c < channels; ++c) updated[c] = cast<V>(static_cast<S>(moving[c] * m + batch[c] * (S(1) - m)));
+        a.updates.push_back({index, std::move(updated)});
+      }
+    } else {
+      mean = wide<V, S>(a.weights[moving_mean].value);
+      variance = wide<V, S>(a.weights[moving_variance].value);
+    }
+    const std::vector<S> g = wide<V, S>(a.weights[gamma].value), b = wide<V, S>(a.weights[beta].value);
+    const auto eps = static_cast<S>(a.settings.epsilon);
+    std::vector<S> scale(channels), shift(channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+      scale[c] = g[c] / std::sqrt(variance[c] + eps);
+      shift[c] = b[c] - mean[c] * scale[c];
+    }
+    for (std::size_t i = 0; i < a.x.size(); ++i) {
+      const std::size_t c = i % channels;
+      a.y[i] = cast<C>(static_cast<S>(cast<S>(a.x[i]) * scale[c] + shift[c]));
+    }
+    if (a.saved) {
+      a.saved->mean.assign(mean.begin(), mean.end());
+      a.saved->inverse_deviation.resize(channels);
+      for (std::size_t c = 0; c < channels; ++c)
+        a.saved->inverse_deviation[c] = static_cast<double>(S(1) / std::sqrt(variance[c] + eps));
+    }
+  }
+
+  /// With x_hat = (x - mean) / deviation and N elements per channel: dbeta = sum dy, dgamma =
+  /// sum dy x_hat; in training dx = gamma / deviation (dy - dbeta / N - x_hat dgamma / N), in
+  /// inference dx = gamma dy / deviation. Computed in S, sums accumulated in double.
+  template <class C, class V>
+  static void backward(const detail::backward_args<batch_normalization, C, V>& a) {
+    using S = statistics_t<C, V>;
+    const std::size_t channels = a.shape.last();
+    const std::size_t count = a.x.size() / channels;
+    const auto x_hat = [&](std::size_t i) {
+      const std::size_t c = i % channels;
+      return static_cast<S>((cast<S>(a.x[i]) - static_cast<S>(a.saved.mean[c])) * static_cast<S>(a.saved.inverse_deviation[c]));
+    };
+    std::vector<double> sum_dy(channels, 0.0), sum_dy_x_hat(channels, 0.0);
+    for (std::size_t i = 0; i < a.x.size(); ++i) {
+      const auto dy = static_cast<double>(cast<S>(a.dy[i]));
+      sum_dy[i % channels] += dy;
+      sum_dy_x_hat[i % channels] += dy * static_cast<double>(x_hat(i));
+    }
+    const auto store = [&](std::size_t index, const std::vector<double>& sums) {
+      const std::span<V> out = a.weight_gradients[index];
+      for (std::size_t c = 0; c < out.size(); ++c) out[c] = cast<V>(static_cast<S>(sums[c]));
+    };
+    store(gamma, sum_dy_x_hat);
+    store(beta, sum_dy);
+    if (a.dx.empty()) return;
+    const std::vector<S> g = wide<V, S>(a.weights[gamma].value);
+    const bool batch_statistics = a.training;
+    const auto n = static_cast<S>(count);
+    for (std::size_t i = 0; i < a.x.size(); ++i) {
+      const std::size_t c = i % channels;
+      const S factor = g[c] * static_cast<S>(a.saved.inverse_deviation[c]);
+      const S dy = cast<S>(a.dy[i]);
+      const S dx = batch_statistics ? static_cast<S>(factor * (dy - static_cast<S>(sum_dy[c]) / n -
+                                                                  x_hat(i) * static_cast<S>(sum_dy_x_hat[c]) / n))
+                                    : static_cast<S>(factor * dy);
+      a.dx[i] = cast<C>(dx);
+    }
+  }
+
+  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+    config["axis"] = -1;
+    config["momentum"] = s.momentum;
+    config["epsilon"] = s.epsilon;
+    config["center"] = true;
+    config["scale"] = true;
+    config["beta_initializer"] = initializers::serialize(s.beta_initializer);
+    config["gamma_initializer"] = initializers::serialize(s.gamma_initializer);
+    config["moving_mean_initializer"] = initializers::serialize(s.moving_mean_initializer);
+    config["moving_variance_initializer"] = initializers::serialize(s.moving_variance_initializer);
+    config["beta_regularizer"] = detail::regularizer_config(s.beta_regularizer);
+    config["gamma_regularizer"] = detail::regularizer_config(s.gamma_regularizer);
+    config["beta_constraint"] = nullptr;
+    config["gamma_constraint"] = nullptr;
+    config["synchronized"] = false;
+  }
+  static settings read_config(detail::config_reader& read) {
+    settings s;
+    read.unsupported("axis", -1);
+    s.momentum = read.number("momentum", 0.99);
+    s.epsilon = read.number("epsilon", 1e-3);
+    read.unsupported("center", true);
+    read.unsupported("scale", true);
+    s.beta_initializer = detail::read_initializer(read, "beta_initializer", initializers::zeros{});
+    s.gamma_initializer = detail::read_initializer(read, "gamma_initializer", initializers::ones{});
+    s.moving_mean_initializer = detail::read_initializer(read, "moving_mean_initializer", initializers::zeros{});
+    s.moving_variance_initializer = detail::read_initializer(read, "moving_variance_initializer", initializers::ones{});
+    s.beta_regularizer = detail::read_regularizer(read, "beta_regularizer");
+    s.gamma_regularizer = detail::read_regularizer(read, "gamma_regularizer");
+    read.unsupported("beta_constraint");
+    read.unsupported("gamma_constraint");
+    read.unsupported("synchronized", false);
+    read.unsupported("renorm", false);
+    try {
+      check(s);
+    } catch (const std::invalid_argument& error) {
+      read.fail(error.what());
+    }
+    return s;
+  }
+
+ private:
+  template <class V, class S>
+  static std::vector<S> wide(std::span<const V> values) {
+    std::vector<S> out(values.size());
+    convert<V, S>(values, std::span(out));
+    return out;
+  }
+
+  /// Per-channel mean and biased variance, accumulated in double, stored in S.
+  template <class C, class S>
+  static void moments(std::span<const C> x, std::size_t channels, std::span<S> mean, std::span<S> variance) {
+    const std::size_t count = x.size() / channels;
+    if (count == 0) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
+    std::vector<double> sum(channels, 0.0), deviations(channels, 0.0);
+    for (std::size_t i = 0; i < x.size(); ++i) sum[i % channels] += static_cast<double>(cast<double>(x[i]));
+    for (std::size_t c = 0; c < channels; ++c) sum[c] /= static_cast<double>(count);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double d = static_cast<double>(cast<double>(x[i])) - sum[i % channels];
+      deviations[i % channels] += d * d;
+    }
+    for (std::size_t c = 0; c < channels; ++c) {
+      mean[c] = static_cast<S>(sum[c]);
+      variance[c] = static_cast<S>(deviations[c] / static_cast<double>(count));
+    }
+  }
+};
+
+}  // namespace mixprec::layer_kinds

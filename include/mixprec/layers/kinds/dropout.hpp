@@ -1,0 +1,100 @@
+// The Dropout kind: the identity at inference; in training, each element is zeroed with
+// probability `rate` and the others scaled by 1 / (1 - rate) (rounded once to the compute dtype),
+// the choices drawn from the layer's own generator (seeded by `seed`, so runs repeat).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/core/cast.hpp>
+#include <mixprec/core/detail/number_text.hpp>
+#include <mixprec/layers/kind.hpp>
+
+namespace mixprec::layer_kinds {
+
+struct dropout {
+  static constexpr std::string_view keras_class = "Dropout";
+  struct settings {
+    double rate = 0.5;
+    std::uint64_t seed = 0;
+  };
+  /// The output may be the input's own buffer.
+  static constexpr bool in_place = true;
+  struct state {
+    std::mt19937_64 generator;
+  };
+  static state initial_state(const settings& s) { return {std::mt19937_64(s.seed)}; }
+  /// Which elements were kept.
+  template <class C>
+  struct saved {
+    std::vector<bool> kept;
+  };
+
+  static void check(const settings& s) {
+    if (!(s.rate >= 0.0 && s.rate < 1.0))
+      throw std::invalid_argument("Dropout: rate must be in [0, 1); got " + detail::number_text(s.rate) + ".");
+  }
+  static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
+    return {input.begin(), input.end()};
+  }
+  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
+
+  template <class C, class V>
+  static void forward(const detail::forward_args<dropout, C, V>& a) {
+    if (!a.training) {
+      if (a.y.data() != a.x.data()) std::copy(a.x.begin(), a.x.end(), a.y.begin());
+      return;
+    }
+    std::bernoulli_distribution keep(1.0 - a.settings.rate);
+    const double scale = 1.0 / (1.0 - a.settings.rate);
+    if (a.saved) a.saved->kept.assign(a.x.size(), false);
+    for (std::size_t i = 0; i < a.x.size(); ++i) {
+      const bool kept = keep(a.state.generator);
+      a.y[i] = kept ? cast<C>(static_cast<double>(cast<double>(a.x[i])) * scale) : cast<C>(0);
+      if (a.saved) a.saved->kept[i] = kept;
+    }
+  }
+
+  template <class C, class V>
+  static void backward(const detail::backward_args<dropout, C, V>& a) {
+    if (a.dx.empty()) return;
+    const double scale = 1.0 / (1.0 - a.settings.rate);
+    for (std::size_t i = 0; i < a.dy.size(); ++i)
+      a.dx[i] = a.saved.kept[i] ? cast<C>(static_cast<double>(cast<double>(a.dy[i])) * scale) : cast<C>(0);
+  }
+
+  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+    config["rate"] = s.rate;
+    config["seed"] = s.seed;
+    config["noise_shape"] = nullptr;
+  }
+  static settings read_config(detail::config_reader& read) {
+    settings s;
+    s.rate = read.number("rate");
+    if (read.has("seed")) {
+      const nlohmann::json& seed = read.raw("seed");
+      if (seed.is_number_unsigned()) s.seed = seed.get<std::uint64_t>();
+      else if (!seed.is_number_integer() || seed.get<std::int64_t>() < 0)
+        read.fail("`seed` must be a non-negative integer or null. Received: " + detail::shown(seed));
+      else s.seed = static_cast<std::uint64_t>(seed.get<std::int64_t>());
+    } else {
+      read.skip("seed");
+    }
+    read.unsupported("noise_shape");
+    try {
+      check(s);
+    } catch (const std::invalid_argument& error) {
+      read.fail(error.what());
+    }
+    return s;
+  }
+};
+
+}  // namespace mixprec::layer_kinds

@@ -1,0 +1,116 @@
+// The MaxPooling2D kind: the maximum over each window (NHWC); strides default to the pool size.
+// Backward routes each output's gradient to the first input of its window that holds the maximum
+// (in ky, kx order: the one the forward pass returned).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/reduce.hpp>
+#include <mixprec/layers/detail/math.hpp>
+#include <mixprec/layers/detail/windows.hpp>
+#include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/kinds/conv2d.hpp>
+
+namespace mixprec::layer_kinds {
+
+struct max_pooling2d {
+  static constexpr std::string_view keras_class = "MaxPooling2D";
+  struct settings {
+    layer_kinds::window window = {2, 2, 2, 2, false};
+  };
+  using state = detail::no_state;
+  template <class C>
+  using saved = detail::nothing_saved<C>;
+
+  static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
+    return s.window.output_shape("MaxPooling2D", input, 0);
+  }
+  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
+
+  template <class C, class V>
+  static void forward(const detail::forward_args<max_pooling2d, C, V>& a) {
+    pool<C>(a.x, a.settings.window.geometry(a.shape), a.y);
+  }
+
+  template <class C, class V>
+  static void backward(const detail::backward_args<max_pooling2d, C, V>& a) {
+    if (a.dx.empty()) return;
+    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+      route<C>(a.x, a.y, a.dy, g, a.dx);
+    } else {
+      // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
+      const auto wide = [](std::span<const C> values, std::span<float> out) {
+        convert<C, float>(values, out);
+        return std::span<const float>(out);
+      };
+      const std::span<float> dx = detail::scratch_buffer<float, input_gradient>(a.dx.size());
+      route<float>(wide(a.x, detail::scratch_buffer<float, pool_input>(a.x.size())),
+                   wide(a.y, detail::scratch_buffer<float, pool_output>(a.y.size())),
+                   wide(a.dy, detail::scratch_buffer<float, output_gradient>(a.dy.size())), g, dx);
+      convert<float, C>(dx, a.dx);
+    }
+  }
+
+  static void write_config(const settings& s, nlohmann::ordered_json& config) { s.window.write_config("pool_size", config); }
+  static settings read_config(detail::config_reader& read) {
+    return {window::read_config(read, "pool_size", std::pair<std::size_t, std::size_t>{2, 2}, true)};
+  }
+
+  /// MaxPooling2D, NHWC: each window row is folded into its output pixel by column_max. A window
+  /// holding NaN gives its first NaN (in ky, kx order), bits kept. "same" windows ignore the padding.
+  template <class C>
+  static void pool(std::span<const C> x, const detail::conv_geometry& g, std::span<C> y) {
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+      std::fill(y.begin(), y.end(), -std::numeric_limits<C>::infinity());
+      detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
+        column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
+      });
+    } else {
+      // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
+      // maximum's own value (a NaN comes back quiet, its sign kept); both conversions are vectorized.
+      const std::span<float> wide = detail::scratch_buffer<float, pool_input>(x.size());
+      const std::span<float> pooled = detail::scratch_buffer<float, pool_output>(y.size());
+      convert<C, float>(x, wide);
+      pool<float>(wide, g, pooled);
+      convert<float, C>(pooled, y);
+    }
+  }
+
+ private:
+  struct pool_input;
+  struct pool_output;
+  struct output_gradient;
+  struct input_gradient;
+
+  /// dx[first maximum of each window] += dy, every other dx 0.
+  template <class A>
+  static void route(std::span<const A> x, std::span<const A> y, std::span<const A> dy, const detail::conv_geometry& g,
+                    std::span<A> dx) {
+    std::fill(dx.begin(), dx.end(), A(0));
+    std::vector<bool> routed(y.size(), false);
+    detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
+      for (std::size_t s = 0; s < slots; ++s)
+        for (std::size_t c = 0; c < g.channels; ++c) {
+          const std::size_t o = out * g.channels + c, i = (in + s) * g.channels + c;
+          if (routed[o]) continue;
+          if (x[i] == y[o] || (std::isnan(x[i]) && std::isnan(y[o]))) {
+            dx[i] += dy[o];
+            routed[o] = true;
+          }
+        }
+    });
+  }
+};
+
+}  // namespace mixprec::layer_kinds
