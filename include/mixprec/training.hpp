@@ -4,4 +4,5 @@
 #include <mixprec/training/losses.hpp>
 #include <mixprec/training/metrics.hpp>
 #include <mixprec/training/optimizers.hpp>
+#include <mixprec/training/model_training.hpp>
 #include <mixprec/training/schedules.hpp>

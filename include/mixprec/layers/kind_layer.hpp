@@ -85,9 +85,9 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
     return y;
   }
 
-  /// The layer's own Keras config entries (its settings and trainable).
+  /// The layer's own Keras config entries (its settings).
   nlohmann::ordered_json keras_config() const {
-    nlohmann::ordered_json config = {{"trainable", trainable()}};
+    nlohmann::ordered_json config = nlohmann::ordered_json::object();
     Kind::write_config(settings(), config);
     return config;
   }

@@ -1,9 +1,11 @@
 // AnyTensor: a tensor whose dtype and shape are known at run time, what the runtime model
 // passes between layers. Each layer converts it once to its compute dtype; there is no
-// per-element dtype switch anywhere.
+// per-element dtype switch anywhere. It also holds int32 / int64 class ids (the labels of a
+// sparse loss), which are never converted to floating values.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -22,7 +24,8 @@ namespace mixprec {
 
 class AnyTensor {
  public:
-  using storage = std::variant<value_buffer<float16>, value_buffer<bfloat16>, value_buffer<float>, value_buffer<double>>;
+  using storage = std::variant<value_buffer<float16>, value_buffer<bfloat16>, value_buffer<float>, value_buffer<double>,
+                               value_buffer<std::int32_t>, value_buffer<std::int64_t>>;
 
   AnyTensor() : values_(value_buffer<float>{}) {}
   /// extents include the batch: {batch, 784}.
@@ -62,15 +65,28 @@ class AnyTensor {
       throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + ", not " + std::string(dtype_name_v<T>) + ".");
     return std::get<value_buffer<T>>(values_);
   }
-  /// The values converted to T (correctly rounded; a plain copy when the dtype is T), in a
-  /// value_buffer<T> (a std::vector with an allocator that skips zero-filling).
+  /// f(std::span<const T>) with the values in their own dtype.
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return std::visit([&](const auto& v) -> decltype(auto) {
+      return f(std::span<const typename std::remove_cvref_t<decltype(v)>::value_type>(v));
+    }, values_);
+  }
+  /// Whether it holds floating values (not class ids).
+  bool floating() const { return !holds<std::int32_t>() && !holds<std::int64_t>(); }
+  /// The values converted to the floating dtype T (correctly rounded; a plain copy when the
+  /// dtype is T), in a value_buffer<T> (a std::vector with an allocator that skips
+  /// zero-filling). Class ids are not converted: std::invalid_argument.
   template <class T>
   value_buffer<T> values_as() const {
     return std::visit(
-        [](const auto& v) {
+        [&](const auto& v) {
           using From = typename std::remove_cvref_t<decltype(v)>::value_type;
           value_buffer<T> out(v.size());
-          convert<From, T>(std::span<const From>(v), std::span(out));
+          if constexpr (std::is_integral_v<From>)
+            throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " class ids, not floating values.");
+          else
+            convert<From, T>(std::span<const From>(v), std::span(out));
           return out;
         },
         values_);

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,8 @@
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/models/any_tensor.hpp>
 #include <mixprec/models/detail/runtime_layer_factory.hpp>
+#include <mixprec/models/detail/training_entry.hpp>
+#include <mixprec/models/logs.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
@@ -195,6 +198,63 @@ class RuntimeModel {
             {"registered_name", nullptr}};
   }
 
+  // ---- Training (the training floor drives these: #include <mixprec/training.hpp>) ----
+
+  /// Keras' compile: compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true),
+  /// {"accuracy"}). The loss may also be a Keras name ("mse").
+  template <class Optimizer, class Loss>
+  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}) {
+    detail::training_entry<RuntimeModel, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
+                                                                         std::move(metrics));
+  }
+  /// One training step on a batch; logs["loss"] and one entry per metric, for this batch. y holds
+  /// int32 / int64 class ids (one per row) for a sparse loss, else floats shaped like the output.
+  template <class X = AnyTensor>
+  Logs train_on_batch(const X& x, const AnyTensor& y) {
+    return detail::training_entry<RuntimeModel, std::void_t<X>>::train_on_batch(*this, as_any(x), y);
+  }
+  /// The loss and metrics of a batch in inference mode; nothing changes.
+  template <class X = AnyTensor>
+  Logs test_on_batch(const X& x, const AnyTensor& y) {
+    return detail::training_entry<RuntimeModel, std::void_t<X>>::test_on_batch(*this, as_any(x), y);
+  }
+
+  /// Handles on the weights a training step updates (layer and weight trainable), and on the rest.
+  std::vector<weight_handle> trainable_weights() { return weights_where(true); }
+  std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }
+
+  /// A training step's forward pass: every layer records what its backward pass needs; returns
+  /// the output, valid until the next step.
+  detail::any_span forward_for_training(const AnyTensor& x) {
+    check_input(x);
+    detail::any_span values = x.visit([&](auto v) -> detail::any_span {
+      if constexpr (std::is_integral_v<typename decltype(v)::value_type>)
+        throw std::invalid_argument("RuntimeModel '" + name_ + "': the inputs are " + std::string(x.dtype()) +
+                                    " values; a model takes floating inputs.");
+      else
+        return v;
+    });
+    for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
+    return values;
+  }
+  /// The backward pass from the gradient of the loss with respect to the output.
+  void backward(detail::any_span output_gradient) {
+    for (std::size_t i = layers_.size(); i-- > 0;) output_gradient = layers_[i]->backward(output_gradient, i != 0);
+  }
+  void collect_gradients(std::vector<gradient_and_variable>& pairs) {
+    for (auto& l : layers_) l->collect_gradients(pairs);
+  }
+  void finish_step() {
+    for (auto& l : layers_) l->finish_step();
+  }
+  double regularization_loss() const {
+    double total = 0.0;
+    for (const auto& l : layers_) total += l->regularization_loss();
+    return total;
+  }
+  /// The size of the output's last axis (the classes a loss sees per row).
+  std::size_t output_columns() const { return output_shape_.back(); }
+
   /// Handles on every weight, paths "<layer>/<weight>".
   std::vector<weight_handle> weights() {
     std::vector<weight_handle> all;
@@ -258,17 +318,41 @@ class RuntimeModel {
     return dtype_policy();
   }
 
-  AnyTensor run(const AnyTensor& x, bool training) {
+  /// x as an AnyTensor: itself, or a compile-time tensor's copy.
+  template <class X>
+  static decltype(auto) as_any(const X& x) {
+    if constexpr (std::is_same_v<X, AnyTensor>) return (x);
+    else return AnyTensor(x);
+  }
+  void check_input(const AnyTensor& x) const {
     const std::vector<std::size_t> features(x.extents().begin() + (x.extents().empty() ? 0 : 1), x.extents().end());
     if (x.extents().empty() || features != input_shape_)
       throw std::invalid_argument("RuntimeModel '" + name_ + "' expects inputs of shape " + detail::shape_text(input_shape_) +
                                   "; got " + (x.extents().empty() ? std::string("a scalar") : detail::shape_text(features)) + ".");
+  }
+  std::vector<weight_handle> weights_where(bool trained) {
+    std::vector<weight_handle> handles;
+    for (auto& l : layers_) {
+      const std::vector<bool> flags = l->trained();
+      std::vector<weight_handle> all = l->weights("");
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (flags[i] == trained) handles.push_back(std::move(all[i]));
+    }
+    return handles;
+  }
+
+  AnyTensor run(const AnyTensor& x, bool training) {
+    check_input(x);
     AnyTensor y = x;
     for (auto& l : layers_) y = l->call(y, training);
     return y;
   }
 
+  template <class, class>
+  friend struct detail::training_entry;
+
   std::string name_;
+  detail::compiled_slot compiled_;
   std::vector<std::size_t> input_shape_;
   std::vector<std::size_t> output_shape_;
   std::vector<std::unique_ptr<RuntimeLayer>> layers_;

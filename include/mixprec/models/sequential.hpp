@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <ostream>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -32,6 +33,10 @@
 #include <mixprec/core/policy.hpp>
 #include <mixprec/layers/input.hpp>
 #include <mixprec/layers/tensor.hpp>
+#include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/variable.hpp>
+#include <mixprec/models/detail/training_entry.hpp>
+#include <mixprec/models/logs.hpp>
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/serialization.hpp>
 
@@ -123,6 +128,56 @@ auto operator|(passing<X>&& x, std::pair<L*, bool> layer) {
   using Y = std::remove_cvref_t<decltype((*layer.first)(std::move(x.value)))>;
   return passing<Y>{layer.second ? layer.first->training_call(std::move(x.value)) : (*layer.first)(std::move(x.value))};
 }
+
+/// A training step's forward pass, threaded through the layers with a left fold: each layer's
+/// engine records and returns its output, which stays alive in that engine for the backward pass.
+template <class D>
+struct training_pass {
+  std::span<const D> values;
+  std::size_t batch;
+};
+template <class D, class L>
+auto operator|(training_pass<D> x, L* layer) {
+  return training_pass<typename L::compute_dtype>{
+      layer->engine().forward_for_training(x.batch, x.values, layer->weight_refs()), x.batch};
+}
+/// The backward pass, a right fold from the loss's gradient to the first layer (which needs no
+/// input gradient).
+template <class D>
+struct backward_pass {
+  std::span<const D> gradient;
+};
+template <class L>
+struct backward_step {
+  L* layer;
+  bool first;
+};
+template <class L, class D>
+auto operator|(backward_step<L> step, backward_pass<D> dy) {
+  return backward_pass<typename L::compute_dtype>{
+      step.layer->engine().backward(dy.gradient, step.layer->weight_refs(), !step.first)};
+}
+
+/// Instantiated only when a layer cannot be trained: the layer and its position.
+template <std::size_t LayerPosition, class LayerType>
+struct layer_has_no_backward_pass {
+  static_assert(LayerPosition == 0,
+                "Sequential: the layer at position LayerPosition has no backward pass: only the built-in layer kinds "
+                "(Dense, Conv2D, MaxPooling2D, BatchNormalization, Dropout, Activation, Flatten) can be trained. "
+                "layer_has_no_backward_pass<LayerPosition, LayerType> above names it.");
+  static constexpr bool reported = true;
+};
+
+/// Instantiated only when labels cannot fit the model's output; batch_of<...> shows both shapes
+/// after the batch (class ids: one per row, so their shape lacks the last axis).
+template <class OutputShape, class LabelShape, class LabelDtype>
+struct labels_do_not_fit_the_output {
+  static_assert(sizeof(LabelDtype) == 0,
+                "Sequential: the labels cannot fit the model's output. labels_do_not_fit_the_output<OutputShape, "
+                "LabelShape, LabelDtype> above shows both: floating labels need the output's shape; integer class "
+                "ids one per row (Tensor<int32_t, dynamic> for a (batch, classes) output).");
+  static constexpr bool reported = true;
+};
 
 }  // namespace detail
 
@@ -218,6 +273,70 @@ class Sequential {
             {"registered_name", nullptr}};
   }
 
+  // ---- Training (the training floor drives these: #include <mixprec/training.hpp>) ----
+
+  /// Keras' compile: compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true),
+  /// {"accuracy"}). The loss may also be a Keras name ("mse").
+  template <class Optimizer, class Loss>
+  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}) {
+    detail::training_entry<Sequential, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
+                                                                       std::move(metrics));
+  }
+  /// One training step on a batch; logs["loss"] and one entry per metric, for this batch.
+  /// y: floating targets shaped like the output, or integer class ids, one per row.
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  Logs train_on_batch(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    check_labels<L, F...>();
+    return detail::training_entry<Sequential, std::void_t<T>>::train_on_batch(*this, x, y);
+  }
+  /// The loss and metrics of a batch in inference mode; nothing changes.
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  Logs test_on_batch(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    check_labels<L, F...>();
+    return detail::training_entry<Sequential, std::void_t<T>>::test_on_batch(*this, x, y);
+  }
+
+  /// Handles on the weights a training step updates (layer and weight trainable), and on the rest.
+  std::vector<weight_handle> trainable_weights() { return weights_where(true); }
+  std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }
+
+  /// A training step's forward pass: every layer records what its backward pass needs; returns
+  /// the output (in the output dtype), valid until the next step.
+  template <class T, std::size_t... E>
+  std::span<const typename output_type::dtype> forward_for_training(const Tensor<T, E...>& x) {
+    static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,
+                                               typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
+    check_trainable_layers(std::make_index_sequence<layer_count>{});
+    const auto output = std::apply(
+        [&](auto&... layers) { return (detail::training_pass<T>{x.values(), x.batch()} | ... | &layers).values; },
+        layers_);
+    if constexpr (model_casts_output) {
+      cast_output_.resize(output.size());
+      convert<typename decltype(output)::value_type, typename output_type::dtype>(output, std::span(cast_output_));
+      return cast_output_;
+    } else {
+      return output;
+    }
+  }
+  /// The backward pass from the gradient of the loss with respect to the output.
+  void backward(std::span<const typename output_type::dtype> output_gradient) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::backward_step<std::tuple_element_t<I, layer_types>>{&std::get<I>(layers_), I == 0} | ... |
+       detail::backward_pass<typename output_type::dtype>{output_gradient});
+    }(std::make_index_sequence<layer_count>{});
+  }
+  void collect_gradients(std::vector<gradient_and_variable>& pairs) {
+    std::apply([&](auto&... layers) { (layers.collect_gradients(pairs), ...); }, layers_);
+  }
+  void finish_step() {
+    std::apply([&](auto&... layers) { (layers.finish_step(), ...); }, layers_);
+  }
+  double regularization_loss() const {
+    return std::apply([](const auto&... layers) { return (0.0 + ... + layers.regularization_loss()); }, layers_);
+  }
+  /// The size of the output's last axis (the classes a loss sees per row).
+  static constexpr std::size_t output_columns() { return output_type::shape_type::extents[output_type::rank - 1]; }
+
   std::size_t parameter_count() const {
     std::size_t count = 0;
     for_each_weight([&](const std::string&, const auto& w) { count += w.size(); });
@@ -237,7 +356,9 @@ class Sequential {
 
   template <class L>
   static nlohmann::ordered_json layer_config(const L& layer) {
-    nlohmann::ordered_json config = {{"name", layer.name()}, {"dtype", dtype_policies::serialize(L::dtype_policy())}};
+    nlohmann::ordered_json config = {{"name", layer.name()}};
+    if constexpr (requires { layer.trainable(); }) config["trainable"] = layer.trainable();
+    config["dtype"] = dtype_policies::serialize(L::dtype_policy());
     config.update(layer.keras_config());
     return config;
   }
@@ -262,6 +383,46 @@ class Sequential {
     else return y;
   }
 
+  template <std::size_t... I>
+  static void check_trainable_layers(std::index_sequence<I...>) {
+    (
+        [] {
+          using L = std::tuple_element_t<I, layer_types>;
+          if constexpr (!requires(L& layer) { layer.engine(); })
+            static_assert(detail::layer_has_no_backward_pass<I + 1, L>::reported);
+        }(),
+        ...);
+  }
+  template <class L, std::size_t... F>
+  static void check_labels() {
+    using labels = Tensor<L, F...>;
+    using output_shape = typename detail::shown_shape<output_type>::type;
+    constexpr bool class_ids = std::is_integral_v<L>;
+    if constexpr (!labels::batched) {
+      static_assert(detail::labels_do_not_fit_the_output<output_shape, Tensor<L, F...>, L>::reported);
+    } else {
+      using label_shape = typename detail::shown_shape<labels>::type;
+      constexpr bool fits =
+          class_ids ? (labels::rank + 1 == output_type::rank || (labels::rank == output_type::rank &&
+                                                                 labels::shape_type::extents[labels::rank - 1] == 1))
+                    : std::is_same_v<label_shape, output_shape>;
+      if constexpr (!fits) static_assert(detail::labels_do_not_fit_the_output<output_shape, label_shape, L>::reported);
+    }
+  }
+  std::vector<weight_handle> weights_where(bool trained) {
+    std::vector<weight_handle> handles;
+    std::apply([&](auto&... layers) { (add_weights_where(layers, trained, handles), ...); }, layers_);
+    return handles;
+  }
+  template <class L>
+  static void add_weights_where(L& layer, bool trained, std::vector<weight_handle>& handles) {
+    bool layer_trainable = true;
+    if constexpr (requires { layer.trainable(); }) layer_trainable = layer.trainable();
+    layer.for_each_weight([&](auto& w) {
+      if ((layer_trainable && w.trainable()) == trained) handles.push_back(handle_of(layer.name() + "/" + w.name(), w));
+    });
+  }
+
   /// Keras' naming: the first "dense" keeps its name, the next ones become dense_1, dense_2...
   void name_and_build() {
     std::map<std::string, std::size_t> seen;
@@ -282,7 +443,12 @@ class Sequential {
   template <std::size_t I>
   using input_of = std::tuple_element_t<I, typename wiring::inputs>;
 
+  template <class, class>
+  friend struct detail::training_entry;
+
   layer_types layers_;
+  value_buffer<typename output_type::dtype> cast_output_;
+  detail::compiled_slot compiled_;
 };
 
 }  // namespace mixprec

@@ -1,0 +1,38 @@
+// How a model's compile() / train_on_batch() / test_on_batch() reach the training floor, which
+// sits above the models: the models call training_entry<Model>, which training/model_training.hpp
+// defines; without that header a call is a compile error that says which header to include. What
+// compile() keeps lives in the model behind compiled_state, a type the models floor never looks into.
+#pragma once
+
+#include <memory>
+
+namespace mixprec::detail {
+
+struct compiled_state {
+  virtual ~compiled_state() = default;
+};
+
+/// The compiled state a model owns. A copy of a model is not compiled (as Keras' clone_model).
+class compiled_slot {
+ public:
+  compiled_slot() = default;
+  compiled_slot(const compiled_slot&) {}
+  compiled_slot& operator=(const compiled_slot&) {
+    state.reset();
+    return *this;
+  }
+  compiled_slot(compiled_slot&&) noexcept = default;
+  compiled_slot& operator=(compiled_slot&&) noexcept = default;
+  ~compiled_slot() = default;
+
+  std::unique_ptr<compiled_state> state;
+};
+
+template <class Model, class = void>
+struct training_entry {
+  static_assert(sizeof(Model) == 0,
+                "compile(), train_on_batch() and test_on_batch() live on the training floor: "
+                "#include <mixprec/training.hpp>.");
+};
+
+}  // namespace mixprec::detail

@@ -1,0 +1,221 @@
+// compile(), train_on_batch() and test_on_batch() for both model kinds (Sequential and
+// RuntimeModel): one training step, written once over what both models provide
+// (forward_for_training, backward, collect_gradients, finish_step, regularization_loss).
+//
+// A step, in Keras' order: forward pass in training mode (recording) -> the loss in float32 and
+// its gradient with respect to the output, in the output's dtype -> metrics -> backward pass
+// (activation gradients in each layer's compute dtype, weight gradients accumulated in float32
+// and handed over in the variable dtype) -> the optimizer's apply -> the step's end (moving
+// statistics, Dropout's generator). Everything that can reject the step (the inputs, the labels,
+// the metrics, the optimizer's checks) runs before anything is written: a step that throws leaves
+// the weights, the optimizer's slots and iterations, the moving statistics and the metrics as
+// they were.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <mixprec/kernels/reduce.hpp>
+#include <mixprec/layers/tensor.hpp>
+#include <mixprec/layers/variable.hpp>
+#include <mixprec/models/any_tensor.hpp>
+#include <mixprec/models/detail/training_entry.hpp>
+#include <mixprec/models/logs.hpp>
+#include <mixprec/models/runtime_layers.hpp>
+#include <mixprec/training/losses.hpp>
+#include <mixprec/training/metrics.hpp>
+#include <mixprec/training/optimizers.hpp>
+
+namespace mixprec::detail {
+
+/// What compile() leaves in a model.
+struct compiled_model final : compiled_state {
+  compiled_model(optimizers::Optimizer o, losses::Loss l) : optimizer(std::move(o)), loss(std::move(l)) {}
+  optimizers::Optimizer optimizer;
+  losses::Loss loss;
+  std::vector<metrics::Metric> metrics;
+};
+
+/// Labels as the loss reads them: class ids as they are, floating targets in float32 (Keras
+/// casts y_true to float32).
+struct prepared_targets {
+  value_buffer<float> floats;
+  losses::targets view;
+};
+
+template <class L>
+prepared_targets prepare_targets(std::span<const L> labels) {
+  prepared_targets t;
+  if constexpr (std::is_same_v<L, std::int32_t> || std::is_same_v<L, std::int64_t>) {
+    t.view = labels;
+  } else if constexpr (std::is_integral_v<L>) {
+    static_assert(sizeof(L) == 0, "Class ids are int32_t or int64_t.");
+  } else {
+    if (!all_finite<L>(labels)) throw std::invalid_argument("the labels hold a non-finite value (NaN or infinity).");
+    t.floats.resize(labels.size());
+    convert<L, float>(labels, std::span(t.floats));
+    t.view = std::span<const float>(t.floats);
+  }
+  return t;
+}
+
+template <class T>
+void check_finite_inputs(std::span<const T> x) {
+  if constexpr (!std::is_integral_v<T>)
+    if (!all_finite<T>(x))
+      throw std::invalid_argument("the inputs hold a non-finite value (NaN or infinity); a training step on them would "
+                                  "make every weight NaN.");
+}
+
+inline compiled_model& compiled_of(compiled_slot& slot) {
+  if (!slot.state) throw std::invalid_argument("You must call `compile()` before using the model.");
+  return static_cast<compiled_model&>(*slot.state);
+}
+
+/// The metrics after this batch alone (Keras' train_on_batch resets them first), computed on
+/// copies so that a rejection changes nothing.
+template <class T>
+std::vector<metrics::Metric> batch_metrics(const compiled_model& c, const losses::targets& targets,
+                                           std::span<const T> output, std::size_t columns) {
+  std::vector<metrics::Metric> result = c.metrics;
+  for (auto& metric : result) {
+    metric.reset();
+    metric.update<T>(targets, output, columns);
+  }
+  return result;
+}
+
+inline Logs logs_of(double loss, const std::vector<metrics::Metric>& metrics) {
+  Logs logs{{"loss", loss}};
+  for (const auto& metric : metrics) logs[metric.name()] = metric.result();
+  return logs;
+}
+
+/// f(values) with a model's output: a typed span (Sequential) or any_span (RuntimeModel).
+template <class Output, class F>
+decltype(auto) with_output(const Output& output, F&& f) {
+  if constexpr (std::is_same_v<Output, any_span>) return std::visit(f, output);
+  else return f(output);
+}
+
+/// One training step (see the top of this file).
+template <class Model, class Input>
+Logs train_step(Model& model, compiled_model& c, const Input& x, const losses::targets& targets) {
+  const auto output = model.forward_for_training(x);
+  return with_output(output, [&](auto values) {
+        using T = typename decltype(values)::value_type;
+        value_buffer<T> gradient(values.size());
+        const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient));
+        std::vector<metrics::Metric> updated = batch_metrics(c, targets, values, model.output_columns());
+        const double total = static_cast<double>(loss) + model.regularization_loss();
+        model.backward(std::span<const T>(gradient));
+        std::vector<gradient_and_variable> pairs;
+        model.collect_gradients(pairs);
+        c.optimizer.apply(pairs);
+        model.finish_step();
+        c.metrics = std::move(updated);
+        return logs_of(total, c.metrics);
+      });
+}
+
+/// The loss (with regularization) and metrics of a batch in inference mode.
+template <class Model, class T>
+Logs test_step(Model& model, compiled_model& c, std::span<const T> output, const losses::targets& targets) {
+  const float loss = c.loss.compute<T>(targets, output, model.output_columns());
+  std::vector<metrics::Metric> updated = batch_metrics(c, targets, output, model.output_columns());
+  c.metrics = std::move(updated);
+  return logs_of(static_cast<double>(loss) + model.regularization_loss(), c.metrics);
+}
+
+template <class Model>
+struct training_entry<Model, void> {
+  template <class Optimizer, class Loss>
+  static void compile(Model& model, Optimizer optimizer, Loss loss, const std::vector<std::string>& metric_names) {
+    static_assert(std::is_base_of_v<optimizers::Optimizer, Optimizer>,
+                  "compile(optimizer, loss, metrics): the optimizer is optimizers::SGD, Adam or AdamW.");
+    static_assert(std::is_base_of_v<losses::Loss, Loss> || std::is_convertible_v<Loss, std::string_view>,
+                  "compile(optimizer, loss, metrics): the loss is a losses::... object or a Keras loss name.");
+    losses::Loss resolved = [&] {
+      if constexpr (std::is_base_of_v<losses::Loss, Loss>) return losses::Loss(loss);
+      else return losses::get(std::string_view(loss));
+    }();
+    auto state = std::make_unique<compiled_model>(std::move(optimizer), resolved);
+    for (const std::string& name : metric_names) state->metrics.push_back(metrics::get(name, resolved));
+    model.compiled_.state = std::move(state);
+  }
+
+  /// Sequential: typed tensors (their shapes checked by the compiler).
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  static Logs train_on_batch(Model& model, const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    compiled_model& c = compiled_of(model.compiled_);
+    check_finite_inputs<T>(x.values());
+    const prepared_targets targets = prepare_targets<L>(y.values());
+    return train_step(model, c, x, targets.view);
+  }
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  static Logs test_on_batch(Model& model, const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    compiled_model& c = compiled_of(model.compiled_);
+    const prepared_targets targets = prepare_targets<L>(y.values());
+    const auto output = model(x);
+    return test_step(model, c, std::span(output.values()), targets.view);
+  }
+
+  /// RuntimeModel: AnyTensors.
+  static Logs train_on_batch(Model& model, const AnyTensor& x, const AnyTensor& y) {
+    compiled_model& c = compiled_of(model.compiled_);
+    x.visit([](auto values) { check_finite_inputs(values); });
+    const prepared_targets targets = runtime_targets(model, x, y);
+    return train_step(model, c, x, targets.view);
+  }
+  static Logs test_on_batch(Model& model, const AnyTensor& x, const AnyTensor& y) {
+    compiled_model& c = compiled_of(model.compiled_);
+    const prepared_targets targets = runtime_targets(model, x, y);
+    const AnyTensor output = model(x);
+    return output.visit([&](auto values) -> Logs {
+      if constexpr (std::is_integral_v<typename decltype(values)::value_type>)
+        throw std::logic_error("a model's output is floating");
+      else
+        return test_step(model, c, values, targets.view);
+    });
+  }
+
+ private:
+  /// y against the output's shape: class ids one per row, floating targets the output's shape.
+  static prepared_targets runtime_targets(const Model& model, const AnyTensor& x, const AnyTensor& y) {
+    std::vector<std::size_t> expected = with_batch(x.batch(), model.output_shape());
+    if (!y.floating()) expected.pop_back();
+    std::vector<std::size_t> given = y.extents();
+    if (!y.floating() && given.size() == expected.size() + 1 && given.back() == 1) given.pop_back();
+    if (given != expected) {
+      const auto text = [](const std::vector<std::size_t>& extents) {
+        std::string t = "(";
+        for (std::size_t i = 0; i < extents.size(); ++i) t += (i ? ", " : "") + std::to_string(extents[i]);
+        return t + (extents.size() == 1 ? ",)" : ")");
+      };
+      throw std::invalid_argument("RuntimeModel '" + model.name() + "': labels of shape " + text(y.extents()) + " (" +
+                                  std::string(y.dtype()) + ") do not fit the output " +
+                                  text(with_batch(x.batch(), model.output_shape())) +
+                                  (y.floating() ? ": floating targets need the output's shape."
+                                                : ": class ids come one per row."));
+    }
+    return y.visit([](auto labels) {
+      using L = typename decltype(labels)::value_type;
+      if constexpr (std::is_integral_v<L> && !std::is_same_v<L, std::int32_t> && !std::is_same_v<L, std::int64_t>)
+        return prepared_targets{};
+      else
+        return prepare_targets<L>(labels);
+    });
+  }
+};
+
+}  // namespace mixprec::detail

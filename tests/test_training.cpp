@@ -1,0 +1,225 @@
+// Training both model kinds: compile / train_on_batch / test_on_batch, the same bits from the
+// compile-time Sequential and the RuntimeModel, the strong guarantee of a rejected step, frozen
+// layers, the dtypes an optimizer sees, and small models that learn.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/layers.hpp>
+#include <mixprec/models.hpp>
+#include <mixprec/runtime.hpp>
+#include <mixprec/training.hpp>
+
+using namespace mixprec;
+
+namespace {
+
+/// A synthetic classification task: the class is the index of the largest of the first
+/// `classes` features (the rest is noise), so a small model can learn it.
+struct task {
+  std::vector<float> x;
+  std::vector<std::int32_t> labels;
+};
+task make_task(std::size_t rows, std::size_t features, std::size_t classes, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  task t;
+  t.x.resize(rows * features);
+  for (auto& v : t.x) v = normal(rng);
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < classes; ++c)
+      if (t.x[r * features + c] > t.x[r * features + best]) best = c;
+    t.labels.push_back(static_cast<std::int32_t>(best));
+  }
+  return t;
+}
+
+template <class T, std::size_t... E>
+Tensor<T, E...> tensor_of(const std::vector<float>& values) {
+  value_buffer<T> converted(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) converted[i] = cast<T>(values[i]);
+  return Tensor<T, E...>(std::move(converted));
+}
+
+/// Every weight's bytes, in order, to compare models bit for bit.
+template <class Model>
+std::vector<std::vector<std::byte>> weight_bytes(Model& model) {
+  std::vector<std::vector<std::byte>> result;
+  for (const auto& handle : model.weights()) result.emplace_back(handle.bytes.begin(), handle.bytes.end());
+  return result;
+}
+
+/// Copies every weight of `from` into `to` (same paths and dtypes).
+template <class From, class To>
+void copy_weights(From& from, To& to) {
+  auto source = from.weights();
+  auto target = to.weights();
+  REQUIRE(source.size() == target.size());
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    REQUIRE(source[i].path == target[i].path);
+    target[i].load(source[i].dtype, source[i].bytes);
+  }
+}
+
+template <class P>
+using cnn_model = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, activations::relu, padding::same>, MaxPooling2D<2>,
+                             BatchNormalization<>, Conv2D<4, 2, 2, activations::tanh, strides<1, 2>>, Flatten<>,
+                             Dropout<>, Dense<12, activations::gelu>, Dense<3>>;
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("Sequential and RuntimeModel train to the same bits", P, policies::float32, policies::mixed_bfloat16,
+                   policies::mixed_float16, policies::float64, policies::bfloat16) {
+  cnn_model<P> compiled(Conv2D<6, 3, 3, activations::relu, padding::same>(), MaxPooling2D<2>(), BatchNormalization<>(),
+                        Conv2D<4, 2, 2, activations::tanh, strides<1, 2>>(), Flatten<>(), Dropout<>(0.25, "dropout", 7),
+                        Dense<12, activations::gelu>("dense", weight_settings{.kernel_regularizer = regularizers::l2{0.01}}),
+                        Dense<3>());
+  RuntimeModel runtime = RuntimeModel::from_config(compiled.get_config());
+  copy_weights(compiled, runtime);
+  CHECK(weight_bytes(compiled) == weight_bytes(runtime));
+
+  compiled.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  runtime.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  const task t = make_task(16, 8 * 8 * 2, 3, 11);
+  const auto x = tensor_of<float, dynamic, 8, 8, 2>(t.x);
+  const Tensor<std::int32_t, dynamic> y(t.labels);
+  const AnyTensor x_any(x), y_any(y);
+  for (int step = 0; step < 3; ++step) {
+    const Logs a = compiled.train_on_batch(x, y);
+    const Logs b = runtime.train_on_batch(x_any, y_any);
+    CHECK(a == b);
+    CHECK(std::isfinite(a.at("loss")));
+  }
+  CHECK(weight_bytes(compiled) == weight_bytes(runtime));
+  CHECK(compiled.test_on_batch(x, y) == runtime.test_on_batch(x_any, y_any));
+}
+
+TEST_CASE_TEMPLATE("an MLP learns a synthetic task under every policy", P, policies::float32, policies::mixed_bfloat16,
+                   policies::mixed_float16, policies::float64) {
+  using model_type = Sequential<P, Input<10>, Dense<32, activations::relu>, Dense<3>>;
+  model_type model;
+  model.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  const task t = make_task(128, 10, 3, 5);
+  const auto x = tensor_of<float, dynamic, 10>(t.x);
+  const Tensor<std::int32_t, dynamic> y(t.labels);
+  const Logs before = model.test_on_batch(x, y);
+  Logs after;
+  for (int epoch = 0; epoch < 60; ++epoch) after = model.train_on_batch(x, y);
+  after = model.test_on_batch(x, y);
+  CHECK(after.at("loss") < 0.5 * before.at("loss"));
+  CHECK(after.at("accuracy") > 0.9);
+}
+
+TEST_CASE("a CNN learns under mixed_bfloat16") {
+  using model_type = Sequential<policies::mixed_bfloat16, Input<6, 6, 1>, Conv2D<8, 3, 3, activations::relu, padding::same>,
+                                MaxPooling2D<2>, Flatten<>, Dense<3>>;
+  model_type model;
+  model.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  const task t = make_task(96, 36, 3, 9);
+  const auto x = tensor_of<float, dynamic, 6, 6, 1>(t.x);
+  const Tensor<std::int32_t, dynamic> y(t.labels);
+  for (int epoch = 0; epoch < 80; ++epoch) model.train_on_batch(x, y);
+  CHECK(model.test_on_batch(x, y).at("accuracy") > 0.85);
+}
+
+TEST_CASE("a rejected step changes nothing") {
+  using model_type = Sequential<policies::mixed_float16, Input<4>, Dense<5, activations::relu>, BatchNormalization<>,
+                                Dropout<>, Dense<3>>;
+  model_type model;
+  const auto x = tensor_of<float, dynamic, 4>({0.5f, -1.0f, 2.0f, 0.25f, 1.0f, 0.0f, -0.5f, 3.0f});
+  CHECK_THROWS_WITH_AS(model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1})),
+                       "You must call `compile()` before using the model.", std::invalid_argument);
+  model.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1}));
+  const auto weights = weight_bytes(model);
+  const auto expect_unchanged = [&](auto&& step, const std::string& message) {
+    CHECK_THROWS_WITH_AS(step(), doctest::Contains(message.c_str()), std::invalid_argument);
+    CHECK(weight_bytes(model) == weights);
+  };
+  expect_unchanged([&] { model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 3})); }, "3");
+  expect_unchanged([&] { model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, -1})); }, "-1");
+  auto bad = x;
+  bad[3] = std::numeric_limits<float>::quiet_NaN();
+  expect_unchanged([&] { model.train_on_batch(bad, Tensor<std::int32_t, dynamic>({0, 1})); }, "non-finite");
+  // After a rejected step, the next good one goes exactly as it would have without it: the
+  // momentum, the moving statistics and Dropout's generator were untouched.
+  model_type a, b;
+  a.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true));
+  b.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true));
+  copy_weights(a, b);
+  a.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1}));
+  CHECK_THROWS(a.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 7})));
+  a.train_on_batch(x, Tensor<std::int32_t, dynamic>({1, 2}));
+  b.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1}));
+  b.train_on_batch(x, Tensor<std::int32_t, dynamic>({1, 2}));
+  CHECK(weight_bytes(a) == weight_bytes(b));
+}
+
+TEST_CASE("RuntimeModel: labels are checked against the output") {
+  RuntimeModel model({3}, {layer_configs::dense(2)});
+  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  const AnyTensor x({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK_THROWS_WITH_AS(model.train_on_batch(x, AnyTensor({3}, std::vector<std::int32_t>{0, 1, 1})),
+                       "RuntimeModel 'sequential': labels of shape (3,) (int32) do not fit the output (2, 2): class ids "
+                       "come one per row.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(model.train_on_batch(x, AnyTensor({2}, std::vector<float>{0, 1})),
+                       doctest::Contains("floating targets need the output's shape"), std::invalid_argument);
+  CHECK(model.train_on_batch(x, AnyTensor({2}, std::vector<std::int64_t>{0, 1})).contains("loss"));
+  RuntimeModel regression({3}, {layer_configs::dense(2)});
+  regression.compile(optimizers::SGD(0.1), losses::MeanSquaredError(), {"mae"});
+  const Logs logs = regression.train_on_batch(x, AnyTensor({2, 2}, std::vector<double>{0.5, 1, 1.5, 2}));
+  CHECK(logs.contains("mae"));
+}
+
+TEST_CASE("frozen layers and trainable_weights") {
+  using model_type = Sequential<policies::mixed_bfloat16, Input<4>, Dense<5>, BatchNormalization<>, Dense<2>>;
+  model_type model;
+  CHECK(model.trainable_weights().size() == 6);      // kernel, bias, gamma, beta, kernel, bias
+  CHECK(model.non_trainable_weights().size() == 2);  // the moving statistics
+  model.layer<0>().set_trainable(false);
+  model.layer<1>().set_trainable(false);
+  CHECK(model.trainable_weights().size() == 2);
+  CHECK(model.non_trainable_weights().size() == 6);
+  const auto frozen_kernel = model.layer<0>().kernel.value().values();
+  const std::vector<float> kernel_before(frozen_kernel.begin(), frozen_kernel.end());
+  const auto moving = model.layer<1>().moving_mean.value().values();
+  const std::vector<float> moving_before(moving.begin(), moving.end());
+  const auto last = model.layer<2>().kernel.value().values();
+  const std::vector<float> last_before(last.begin(), last.end());
+  model.compile(optimizers::SGD(0.5), losses::MeanSquaredError());
+  const auto x = tensor_of<float, dynamic, 4>({0.5f, -1.0f, 2.0f, 0.25f, 1.0f, 0.0f, -0.5f, 3.0f});
+  model.train_on_batch(x, tensor_of<float, dynamic, 2>({1, 0, 0, 1}));
+  CHECK(std::vector<float>(frozen_kernel.begin(), frozen_kernel.end()) == kernel_before);
+  // A frozen BatchNormalization runs in inference mode: its moving statistics stay.
+  CHECK(std::vector<float>(moving.begin(), moving.end()) == moving_before);
+  CHECK(std::vector<float>(last.begin(), last.end()) != last_before);
+
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  CHECK(!runtime.layer(0).trainable());
+  CHECK(runtime.trainable_weights().size() == 2);
+}
+
+TEST_CASE("dtypes: float32 gradients and slots under mixed policies, float16 under float16") {
+  Sequential<policies::mixed_float16, Input<3>, Dense<2>> mixed;
+  mixed.compile(optimizers::Adam(1e-3), losses::MeanSquaredError());
+  const auto x = tensor_of<float, dynamic, 3>({1, 2, 3});
+  mixed.train_on_batch(x, tensor_of<float, dynamic, 2>({1, 0}));
+  static_assert(std::is_same_v<decltype(mixed.layer<0>().kernel)::true_dtype, float>);
+  Sequential<policies::float16, Input<3>, Dense<2>> half;
+  half.compile(optimizers::Adam(1e-3), losses::MeanSquaredError());
+  half.train_on_batch(x, tensor_of<float, dynamic, 2>({1, 0}));
+  for (const auto& handle : half.weights()) CHECK(handle.dtype == "float16");
+  std::vector<gradient_and_variable> pairs;
+  half.collect_gradients(pairs);
+  for (const auto& pair : pairs) CHECK(std::holds_alternative<gradient_and_variable_of<float16>>(pair));
+  mixed.collect_gradients(pairs);
+  CHECK(std::holds_alternative<gradient_and_variable_of<float>>(pairs.back()));
+}
