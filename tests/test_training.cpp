@@ -174,7 +174,7 @@ TEST_CASE("RuntimeModel: labels are checked against the output") {
                        doctest::Contains("floating targets need the output's shape"), std::invalid_argument);
   CHECK(model.train_on_batch(x, AnyTensor({2}, std::vector<std::int64_t>{0, 1})).contains("loss"));
   RuntimeModel regression({3}, {layer_configs::dense(2)});
-  regression.compile(optimizers::SGD(0.1), losses::MeanSquaredError(), {"mae"});
+  regression.compile(optimizers::SGD(0.1), "mse", {"mae"});
   const Logs logs = regression.train_on_batch(x, AnyTensor({2, 2}, std::vector<double>{0.5, 1, 1.5, 2}));
   CHECK(logs.contains("mae"));
 }
