@@ -2,8 +2,9 @@
 // mixed_bfloat16 and mixed_float16, as a compile-time Sequential and hand-written on the same
 // kernels with preallocated buffers (the abstraction's cost), and the runtime model; and a
 // weight read inside call against summing a plain buffer (a same-dtype read costs nothing).
-// benchmarks/torch_models.py times the same networks in PyTorch.
-#include <benchmark/benchmark.h>
+// benchmarks/torch_models.py times the same networks in PyTorch. The networks are bench_networks.hpp's.
+#include "bench_common.hpp"
+#include "bench_networks.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -21,22 +22,16 @@ using namespace mixprec;
 
 namespace {
 
-constexpr std::size_t mlp_batch = 256;
-constexpr std::size_t cnn_batch = 64;
-
-template <class P>
-using mlp = Sequential<P, Input<784>, Dense<1024, activations::relu>, Dense<1024, activations::relu>, Dense<10>,
-                       Softmax<policies::float32>>;
-template <class P>
-using cnn = Sequential<P, Input<28, 28, 1>, Conv2D<32, 3, 3, activations::relu>, MaxPooling2D<2>,
-                       Conv2D<64, 3, 3, activations::relu>, MaxPooling2D<2>, Flatten<>, Dense<128, activations::relu>,
-                       Dense<10>, Softmax<policies::float32>>;
+using bench::cnn;
+using bench::cnn_batch;
+using bench::cnn_flops;
+using bench::mlp;
+using bench::mlp_batch;
+using bench::mlp_flops;
 
 template <class X>
 X input(std::size_t batch) {
-  X x(batch);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 255) / 255.0f;
-  return x;
+  return bench::network_input<X>(batch);
 }
 
 /// The benchmark's argument is the kernels' thread count: 1 shows the abstraction's cost without
@@ -144,10 +139,6 @@ class handwritten_cnn {
   std::vector<float> acc_ = std::vector<float>(cnn_batch * 26 * 26 * 32), logits32_ = std::vector<float>(cnn_batch * 10),
                      probabilities_ = std::vector<float>(cnn_batch * 10);
 };
-
-constexpr double mlp_flops = 2.0 * mlp_batch * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
-// conv1 26x26x32 (k=9), conv2 11x11x64 (k=288), dense 1600x128, 128x10
-constexpr double cnn_flops = 2.0 * cnn_batch * (26.0 * 26 * 32 * 9 + 11.0 * 11 * 64 * 288 + 1600.0 * 128 + 128.0 * 10);
 
 /// Network N under policy P: its Sequential, input, FLOPs and hand-written twin.
 template <template <class> class Network, class P>

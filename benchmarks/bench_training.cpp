@@ -1,0 +1,231 @@
+// One training step, train_on_batch (forward in training mode, loss, backward, Adam update), of
+// bench_networks.hpp's MLP 784-1024-1024-10 (batch 256) and CNN (batch 64), ending in logits,
+// with Adam(1e-3) and SparseCategoricalCrossentropy(from_logits=true), under float32,
+// mixed_bfloat16 and mixed_float16 on 1 and 2 threads; the RuntimeModel built from the same
+// config (one policy) alone and paired with the Sequential; and the step's phases timed apart.
+// benchmarks/torch_training.py runs the same steps in PyTorch.
+//
+// GFLOP/s counts GEMM FLOPs only (bench_networks.hpp's training_step_flops): the forward
+// GEMMs, then each layer's weight-gradient and input-gradient GEMMs (each as large as the
+// forward one), less the first layer's input gradient, which nobody computes: 3x the forward
+// pass less its first layer.
+#include "bench_common.hpp"
+#include "bench_networks.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/layers.hpp>
+#include <mixprec/models.hpp>
+#include <mixprec/training.hpp>
+
+using namespace mixprec;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+template <template <class> class Network>
+struct network_case;
+template <>
+struct network_case<bench::mlp_logits> {
+  using input_type = bench::mlp_input;
+  static constexpr std::size_t batch = bench::mlp_batch;
+  static constexpr double step_flops = bench::mlp_step_flops;
+};
+template <>
+struct network_case<bench::cnn_logits> {
+  using input_type = bench::cnn_input;
+  static constexpr std::size_t batch = bench::cnn_batch;
+  static constexpr double step_flops = bench::cnn_step_flops;
+};
+
+/// Class ids 0..9, spread over the batch.
+Tensor<std::int32_t, dynamic> labels(std::size_t batch) {
+  std::vector<std::int32_t> y(batch);
+  for (std::size_t i = 0; i < batch; ++i) y[i] = static_cast<std::int32_t>((i * 7) % 10);
+  return Tensor<std::int32_t, dynamic>(y);
+}
+
+/// No metrics: PyTorch's step computes none either.
+template <class Model>
+void compile_for_step(Model& model) {
+  model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(/*from_logits=*/true));
+}
+
+void use_threads(const benchmark::State& state) { kernels::set_num_threads(static_cast<std::size_t>(state.range(0))); }
+
+void set_flops(benchmark::State& state, double flops_per_step) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_step * 1e-9 * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+}
+
+/// A step that went non-finite would time other code paths: fail the case instead.
+void check_loss(benchmark::State& state, const Logs& logs) {
+  if (!std::isfinite(logs.at("loss"))) state.SkipWithError("the loss went non-finite");
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double milliseconds(F&& f) {
+  const auto start = clock_type::now();
+  f();
+  return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+}
+
+/// The compile-time Sequential's train_on_batch.
+template <template <class> class Network, class P>
+void BM_sequential_step(benchmark::State& state) {
+  using N = network_case<Network>;
+  use_threads(state);
+  Network<P> model;
+  compile_for_step(model);
+  const auto x = bench::network_input<typename N::input_type>(N::batch);
+  const auto y = labels(N::batch);
+  model.train_on_batch(x, y);  // warm-up: the step's buffers, Adam's slots
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, y));
+  set_flops(state, N::step_flops);
+  check_loss(state, model.train_on_batch(x, y));
+}
+
+/// The RuntimeModel built from the same Sequential's config.
+template <template <class> class Network, class P>
+void BM_runtime_step(benchmark::State& state) {
+  using N = network_case<Network>;
+  use_threads(state);
+  RuntimeModel model = RuntimeModel::from_config(Network<P>().get_config());
+  compile_for_step(model);
+  const AnyTensor x(bench::network_input<typename N::input_type>(N::batch));
+  const AnyTensor y(labels(N::batch));
+  model.train_on_batch(x, y);
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, y));
+  set_flops(state, N::step_flops);
+  check_loss(state, model.train_on_batch(x, y));
+}
+
+/// RuntimeModel against Sequential in pairs: each iteration runs one step of each, back to back,
+/// alternating which goes first, so that the shared machine's slow phases hit both alike.
+/// Reports the median step of each and the median of the per-pair ratios (runtime / sequential).
+template <template <class> class Network, class P>
+void BM_runtime_over_sequential(benchmark::State& state) {
+  using N = network_case<Network>;
+  use_threads(state);
+  Network<P> sequential;
+  RuntimeModel runtime = RuntimeModel::from_config(sequential.get_config());
+  compile_for_step(sequential);
+  compile_for_step(runtime);
+  const auto x = bench::network_input<typename N::input_type>(N::batch);
+  const auto y = labels(N::batch);
+  const AnyTensor x_any(x), y_any(y);
+  sequential.train_on_batch(x, y);
+  runtime.train_on_batch(x_any, y_any);
+  std::vector<double> s, r;
+  bool sequential_first = true;
+  for (auto _ : state) {
+    const auto run_sequential = [&] {
+      s.push_back(milliseconds([&] { benchmark::DoNotOptimize(sequential.train_on_batch(x, y)); }));
+    };
+    const auto run_runtime = [&] {
+      r.push_back(milliseconds([&] { benchmark::DoNotOptimize(runtime.train_on_batch(x_any, y_any)); }));
+    };
+    if (sequential_first) {
+      run_sequential();
+      run_runtime();
+    } else {
+      run_runtime();
+      run_sequential();
+    }
+    sequential_first = !sequential_first;
+  }
+  std::vector<double> ratios(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) ratios[i] = r[i] / s[i];
+  state.counters["sequential_ms"] = median(s);
+  state.counters["runtime_ms"] = median(r);
+  state.counters["ratio"] = median(ratios);
+}
+
+/// Where a step's time goes: train_on_batch's phases run one by one (the same calls the step
+/// makes, minus its checks and logs), each timed; reports each phase's median in ms.
+template <template <class> class Network, class P>
+void BM_step_phases(benchmark::State& state) {
+  using N = network_case<Network>;
+  use_threads(state);
+  Network<P> model;
+  const auto x = bench::network_input<typename N::input_type>(N::batch);
+  const auto y = labels(N::batch);
+  const losses::targets targets = std::span<const std::int32_t>(y.values());
+  const losses::SparseCategoricalCrossentropy loss(/*from_logits=*/true);
+  optimizers::Adam adam(1e-3);
+  std::vector<double> forward, loss_ms, backward, update;
+  const auto step = [&](bool record) {
+    decltype(model.forward_for_training(x)) output;
+    const double f = milliseconds([&] { output = model.forward_for_training(x); });
+    using T = std::remove_const_t<typename decltype(output)::element_type>;
+    value_buffer<T> gradient(output.size());
+    const double l = milliseconds([&] {
+      benchmark::DoNotOptimize(loss.compute<T>(targets, output, Network<P>::output_columns(), std::span(gradient)));
+    });
+    const double b = milliseconds([&] { model.backward(std::span<const T>(gradient)); });
+    const double u = milliseconds([&] {
+      std::vector<gradient_and_variable> pairs;
+      model.collect_gradients(pairs);
+      adam.apply(pairs);
+      model.finish_step();
+    });
+    if (record) {
+      forward.push_back(f);
+      loss_ms.push_back(l);
+      backward.push_back(b);
+      update.push_back(u);
+    }
+  };
+  step(false);
+  for (auto _ : state) step(true);
+  state.counters["forward_ms"] = median(forward);
+  state.counters["loss_ms"] = median(loss_ms);
+  state.counters["backward_ms"] = median(backward);
+  state.counters["adam_ms"] = median(update);
+}
+
+/// Threads 1 and 2, milliseconds, wall time; "min" and the default mean/median/stddev for
+/// --benchmark_repetitions.
+void step_settings(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+  b->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+}
+/// Threads 1 and 2, about a hundred pairs (or phase records) per case.
+void pair_settings(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+}
+
+}  // namespace
+
+BENCHMARK(BM_sequential_step<bench::mlp_logits, policies::float32>)->Name("train_step/mlp/float32")->Apply(step_settings);
+BENCHMARK(BM_sequential_step<bench::mlp_logits, policies::mixed_bfloat16>)->Name("train_step/mlp/mixed_bfloat16")->Apply(step_settings);
+BENCHMARK(BM_sequential_step<bench::mlp_logits, policies::mixed_float16>)->Name("train_step/mlp/mixed_float16")->Apply(step_settings);
+BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::float32>)->Name("train_step/cnn/float32")->Apply(step_settings);
+BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::mixed_bfloat16>)->Name("train_step/cnn/mixed_bfloat16")->Apply(step_settings);
+BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::mixed_float16>)->Name("train_step/cnn/mixed_float16")->Apply(step_settings);
+BENCHMARK(BM_runtime_step<bench::mlp_logits, policies::mixed_bfloat16>)->Name("train_step_runtime/mlp/mixed_bfloat16")->Apply(step_settings);
+BENCHMARK(BM_runtime_step<bench::cnn_logits, policies::mixed_bfloat16>)->Name("train_step_runtime/cnn/mixed_bfloat16")->Apply(step_settings);
+BENCHMARK(BM_runtime_over_sequential<bench::mlp_logits, policies::mixed_bfloat16>)->Name("runtime_over_sequential/mlp/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_runtime_over_sequential<bench::cnn_logits, policies::mixed_bfloat16>)->Name("runtime_over_sequential/cnn/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::mlp_logits, policies::float32>)->Name("step_phases/mlp/float32")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::mlp_logits, policies::mixed_bfloat16>)->Name("step_phases/mlp/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::mlp_logits, policies::mixed_float16>)->Name("step_phases/mlp/mixed_float16")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::cnn_logits, policies::float32>)->Name("step_phases/cnn/float32")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::cnn_logits, policies::mixed_bfloat16>)->Name("step_phases/cnn/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_step_phases<bench::cnn_logits, policies::mixed_float16>)->Name("step_phases/cnn/mixed_float16")->Apply(pair_settings);
+
+BENCHMARK_MAIN();
