@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mixprec needs, only those that are missing (idempotent).
-# Works as root or through sudo. Usage: scripts/install-deps.sh [--with-torch]
+# Works as root or through sudo. Usage: scripts/install-deps.sh [--bench | --with-torch]
+#   --bench       also OpenBLAS (libopenblas0-pthread), so that PyTorch's float32 baselines in the
+#                 benchmarks run on it rather than on Debian's reference BLAS (~30x slower)
+#   --with-torch  that and PyTorch (python3-torch) itself
 set -euo pipefail
 
 packages=(cmake g++ ninja-build pkgconf libboost-dev libeigen3-dev libhwy-dev doctest-dev nlohmann-json3-dev libbenchmark-dev)
-if [[ "${1:-}" == "--with-torch" ]]; then packages+=(python3-torch); fi
+case "${1:-}" in
+  --bench) packages+=(libopenblas0-pthread) ;;
+  --with-torch) packages+=(libopenblas0-pthread python3-torch) ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
