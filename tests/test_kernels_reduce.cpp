@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -568,4 +569,122 @@ TEST_CASE("column_sum rejects shapes that do not fit") {
   CHECK_THROWS_WITH_AS(column_sum(std::vector<double>(3), double_sums, 2),
                        "column_sum: the size 3 is not a multiple of cols = 2.", std::invalid_argument);
   column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(6, 3), 3);  // adjacent: fine
+}
+
+namespace {
+
+/// column_max_backward's rule, written out independently: the maximum of each column over the
+/// window by column_max's own rule, then its gradient added at the first element (rows in order)
+/// that is bit-equal to it or, for -0 / +0, equal in value; NaN maxima go to the first NaN.
+template <class T>
+void column_max_backward_reference(const std::vector<T>& window, const std::vector<T>& maxima,
+                                   const std::vector<T>& gradient, std::vector<T>& window_gradient, std::size_t rows,
+                                   std::size_t row_length, std::size_t row_stride) {
+  const std::size_t cols = maxima.size();
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t r = 0, done = 0; r < rows && !done; ++r)
+      for (std::size_t i = c; i < row_length && !done; i += cols) {
+        const T v = window[r * row_stride + i];
+        const bool same = std::isnan(maxima[c]) ? std::isnan(v) : v == maxima[c];
+        if (same) {
+          window_gradient[r * row_stride + i] = window_gradient[r * row_stride + i] + gradient[c];
+          done = 1;
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("column_max_backward routes each maximum's gradient to its first holder, bit for bit on every target") {
+  // Windows of small integers (ties are frequent), NaNs and infinities, with the maxima taken by
+  // column_max itself (so they are the values max pooling hands back) or, in some columns, a
+  // value no element holds (nothing is routed there).
+  std::mt19937 rng(47);
+  const float nan_a = std::bit_cast<float>(0x7FC00001u);
+  const auto value = [&] {
+    switch (rng() % 8) {
+      case 0: return nan_a;
+      case 1: return inf;
+      case 2: return -0.0f;
+      default: return static_cast<float>(static_cast<int>(rng() % 5) - 2);
+    }
+  };
+  std::vector<std::size_t> column_counts{63, 64, 65, 127, 128, 129};
+  for (std::size_t cols = 1; cols <= 36; ++cols) column_counts.push_back(cols);
+  for_each_target([&](const std::string& target) {
+    for (std::size_t cols : column_counts)
+      for (auto [rows, per_row, gap] : {std::array<std::size_t, 3>{1, 1, 0}, {2, 2, 0}, {3, 2, 5}, {3, 3, 1}, {2, 1, 3}}) {
+        const std::size_t row_length = per_row * cols, row_stride = row_length + gap * cols / 2 + gap;
+        std::vector<float> window((rows - 1) * row_stride + row_length);
+        for (auto& v : window) v = value();
+        std::vector<float> maxima(cols, -inf);
+        for (std::size_t r = 0; r < rows; ++r)
+          column_max<float>(std::span<const float>(window).subspan(r * row_stride, row_length), maxima);
+        for (auto& m : maxima)
+          if (rng() % 9 == 0) m = 7.5f;
+        std::vector<float> gradient(cols), window_gradient(window.size()), expected;
+        for (auto& g : gradient) g = static_cast<float>(rng() % 1000) / 64.0f - 7.0f;
+        for (auto& g : window_gradient) g = static_cast<float>(rng() % 16) / 4.0f;
+        expected = window_gradient;
+        column_max_backward_reference(window, maxima, gradient, expected, rows, row_length, row_stride);
+        column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+        INFO(target, ": cols = ", cols, ", rows = ", rows, ", row_length = ", row_length, ", stride = ", row_stride);
+        for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
+      }
+  });
+  // The double path follows the same rule.
+  const std::vector<double> window{1, 3, -0.0, 3, 0.0, 2, std::nan(""), 1};
+  const std::vector<double> maxima{3, 3}, gradient{0.5, 0.25};  // two columns; the second's 3 is never held
+  std::vector<double> window_gradient(window.size(), 1.0);
+  column_max_backward<double>(window, maxima, gradient, window_gradient, 2, 4, 4);
+  CHECK(window_gradient == std::vector<double>{1, 1.25, 1, 1, 1, 1, 1, 1});
+  const std::vector<double> nan_max{std::nan(""), 3};  // column 0's NaN is its fourth element
+  std::fill(window_gradient.begin(), window_gradient.end(), 0.0);
+  column_max_backward<double>(window, nan_max, gradient, window_gradient, 2, 4, 4);
+  CHECK(window_gradient == std::vector<double>{0, 0.25, 0, 0, 0, 0, 0.5, 0});
+}
+
+TEST_CASE("column_max_backward: the max pooling of a 4x4 image, by hand") {
+  // One channel, 2x2 windows with stride 2 (rows 4 apart): the maxima 5, 7, 9, 9 sit at
+  // (0,1), (1,3), (2,0) and (2,2) -- the 9 at (3,3) comes after the one at (2,2) and gets nothing.
+  const std::vector<float> image{1, 5, 2, 0,  //
+                                 4, 3, 6, 7,  //
+                                 9, 8, 9, 1,  //
+                                 2, 9, 0, 9};
+  const std::vector<float> pooled{5, 7, 9, 9}, dy{1, 2, 3, 4};
+  std::vector<float> dx(16, 0.0f);
+  for_each_target([&](const std::string&) {
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    for (std::size_t oy = 0; oy < 2; ++oy)
+      for (std::size_t ox = 0; ox < 2; ++ox) {
+        const std::size_t first = oy * 8 + ox * 2, o = oy * 2 + ox;
+        column_max_backward<float>(std::span<const float>(image).subspan(first, 6),
+                                   std::span<const float>(pooled).subspan(o, 1), std::span<const float>(dy).subspan(o, 1),
+                                   std::span<float>(dx).subspan(first, 6), 2, 2, 4);
+      }
+    CHECK(dx == std::vector<float>{0, 1, 0, 0, 0, 0, 0, 2, 3, 0, 4, 0, 0, 0, 0, 0});
+  });
+}
+
+TEST_CASE("column_max_backward rejects windows that do not fit") {
+  std::vector<float> window(10), window_gradient(10), maxima(2), gradient(2);
+  const auto call = [&](std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+    column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+  };
+  CHECK_THROWS_WITH_AS(call(1, 3, 3), "column_max_backward: rows of 3 elements do not hold whole rows of the 2 maxima.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(2, 4, 2), "column_max_backward: row_stride 2 is shorter than a row (4).", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(3, 4, 4),
+                       "column_max_backward: a window of 3 rows of 4 elements, 4 apart, does not fit in 10 elements.",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(call(2, 4, std::size_t(1) << 62), std::invalid_argument);  // no overflow in the check
+  std::vector<float> short_gradient(1);
+  CHECK_THROWS_WITH_AS(column_max_backward<float>(window, maxima, short_gradient, window_gradient, 1, 2, 2),
+                       "column_max_backward: maxima_gradient has 1 elements but there are 2 maxima.",
+                       std::invalid_argument);
+  std::vector<float> other(9);
+  CHECK_THROWS_AS(column_max_backward<float>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
+  CHECK_THROWS_AS(column_max_backward<float>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
+  call(2, 4, 6);  // exactly fits: rows at 0 and 6, the last ending at 10
 }

@@ -167,6 +167,61 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
   }
 }
 
+/// The adjoint of column_max over one window (max pooling's backward pass for one output
+/// pixel): the window is `rows` rows of `row_length` elements, row r starting at element
+/// r * row_stride of `window` and `window_gradient`; element i of a row belongs to column
+/// i % cols, cols = maxima.size(). For every column, the first element of the window (rows in
+/// order, then along the row) equal to maxima[c] (or NaN, where maxima[c] is NaN) gets
+/// window_gradient += maxima_gradient[c]; every other element stays as it was. That element is
+/// the one column_max returned, so each output's gradient reaches exactly one input. Exact up to
+/// the one add per element, so bit-identical on every target; windows of overlapping pools are
+/// summed by calling it for each in turn. float runs a Highway kernel, double a scalar loop.
+/// Throws std::invalid_argument unless row_length is a positive multiple of cols, rows > 1
+/// implies row_stride >= row_length, `window` and `window_gradient` have the same size and hold
+/// the last row, maxima_gradient matches maxima, and window_gradient overlaps none of the others.
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void column_max_backward(std::span<const T> window, std::span<const T> maxima, std::span<const T> maxima_gradient,
+                         std::span<T> window_gradient, std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+  const std::size_t cols = maxima.size();
+  const auto fail = [](const std::string& why) { throw std::invalid_argument("column_max_backward: " + why); };
+  if (cols == 0 || row_length == 0 || row_length % cols != 0)
+    fail("rows of " + std::to_string(row_length) + " elements do not hold whole rows of the " + std::to_string(cols) +
+         " maxima.");
+  if (maxima_gradient.size() != cols)
+    fail("maxima_gradient has " + std::to_string(maxima_gradient.size()) + " elements but there are " +
+         std::to_string(cols) + " maxima.");
+  if (rows > 1 && row_stride < row_length)
+    fail("row_stride " + std::to_string(row_stride) + " is shorter than a row (" + std::to_string(row_length) + ").");
+  if (window.size() != window_gradient.size())
+    fail("window has " + std::to_string(window.size()) + " elements and window_gradient " +
+         std::to_string(window_gradient.size()) + "; they must match.");
+  // The last row ends at (rows - 1) * row_stride + row_length, compared without overflowing.
+  const bool fits = rows == 0 || (window.size() >= row_length &&
+                                  (rows == 1 || (window.size() - row_length) / (rows - 1) >= row_stride));
+  if (!fits)
+    fail("a window of " + std::to_string(rows) + " rows of " + std::to_string(row_length) + " elements, " +
+         std::to_string(row_stride) + " apart, does not fit in " + std::to_string(window.size()) + " elements.");
+  detail::check_disjoint(window, window_gradient, "column_max_backward", "window", "window_gradient");
+  detail::check_disjoint(maxima, window_gradient, "column_max_backward", "maxima", "window_gradient");
+  detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient", "window_gradient");
+  if (rows == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::detail::column_max_backward_f32(window.data(), maxima.data(), maxima_gradient.data(),
+                                             window_gradient.data(), cols, rows, row_length, row_stride);
+  } else {
+    for (std::size_t c = 0; c < cols; ++c) {
+      bool routed = false;
+      for (std::size_t r = 0; r < rows && !routed; ++r)
+        for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length && !routed; at += cols)
+          if (kernels::detail::holds_maximum(window[at], maxima[c])) {
+            window_gradient[at] += maxima_gradient[c];
+            routed = true;
+          }
+    }
+  }
+}
+
 namespace detail {
 
 /// column_sum's arguments: x is rows x cols and sums has one entry per column, apart from x.

@@ -22,6 +22,7 @@ HWY_EXPORT(UnscaleAndCheckFiniteF32);
 HWY_EXPORT(UnscaleAndCheckFiniteBF16);
 HWY_EXPORT(UnscaleAndCheckFiniteF16);
 HWY_EXPORT(ColumnMaxF32);
+HWY_EXPORT(ColumnMaxBackwardF32);
 HWY_EXPORT(ColumnSumF32);
 HWY_EXPORT(ColumnSumBF16);
 HWY_EXPORT(ColumnSumF16);
@@ -75,6 +76,11 @@ MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, 
 }
 MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
   HWY_DYNAMIC_DISPATCH(ColumnMaxF32)(rows, n, maxima, cols);
+}
+MIXPREC_KERNEL_API void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
+                                                std::size_t cols, std::size_t rows, std::size_t row_length,
+                                                std::size_t row_stride) {
+  HWY_DYNAMIC_DISPATCH(ColumnMaxBackwardF32)(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride);
 }
 MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
   HWY_DYNAMIC_DISPATCH(ColumnSumF32)(x, n, sums, cols, accumulate);

@@ -191,6 +191,54 @@ void ColumnMaxF32(const float* rows, std::size_t n, float* maxima, std::size_t c
       if (kernels::detail::replaces_maximum(maxima[j], rows[row + j])) maxima[j] = rows[row + j];
 }
 
+/// Columns [c, c + Vectors * lanes) of column_max_backward: which lanes have routed their
+/// gradient stays in registers while the window's elements stream by; an element takes the
+/// gradient (one add) only in the lanes where it is the first to hold the maximum.
+template <std::size_t Vectors>
+HWY_INLINE void ColumnMaxBackwardBlock(const float* x, const float* maxima, const float* dmaxima, float* dx,
+                                       std::size_t cols, std::size_t rows, std::size_t row_length,
+                                       std::size_t row_stride, std::size_t c) {
+  const DF df;
+  using M = hn::Mask<DF>;
+  const std::size_t lanes = hn::Lanes(df);
+  hn::Vec<DF> maximum[Vectors], gradient[Vectors];
+  M maximum_is_nan[Vectors], routed[Vectors];
+  unroll<Vectors>([&](auto v) {
+    maximum[v] = hn::LoadU(df, maxima + c + v * lanes);
+    gradient[v] = hn::LoadU(df, dmaxima + c + v * lanes);
+    maximum_is_nan[v] = hn::IsNaN(maximum[v]);
+    routed[v] = hn::FirstN(df, 0);
+  });
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length; at += cols)
+      unroll<Vectors>([&](auto v) {
+        const auto value = hn::LoadU(df, x + at + v * lanes);
+        const M holds = hn::Or(hn::Eq(value, maximum[v]), hn::And(hn::IsNaN(value), maximum_is_nan[v]));
+        const M first = hn::AndNot(routed[v], holds);
+        if (hn::AllFalse(df, first)) return;
+        float* out = dx + at + v * lanes;
+        const auto before = hn::LoadU(df, out);
+        hn::StoreU(hn::IfThenElse(first, hn::Add(before, gradient[v]), before), df, out);
+        routed[v] = hn::Or(routed[v], holds);
+      });
+}
+
+void ColumnMaxBackwardF32(const float* x, const float* maxima, const float* dmaxima, float* dx, std::size_t cols,
+                          std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+  const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
+    ColumnMaxBackwardBlock<decltype(vectors)::value>(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride, c);
+  });
+  for (std::size_t j = tail; j < cols; ++j) {
+    bool routed = false;
+    for (std::size_t r = 0; r < rows && !routed; ++r)
+      for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length && !routed; at += cols)
+        if (kernels::detail::holds_maximum(x[at], maxima[j])) {
+          dx[at] += dmaxima[j];
+          routed = true;
+        }
+  }
+}
+
 /// Columns [c, c + Vectors * lanes) of column_sum: one float accumulator per column, starting at
 /// +0 and adding the rows in order, so each lane runs the same sequential sum as the scalar tail.
 template <std::size_t Vectors, class T>

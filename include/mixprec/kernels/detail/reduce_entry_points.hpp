@@ -34,6 +34,13 @@ MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, 
 /// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
 /// n is a multiple of cols, cols > 0.
 MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
+/// The adjoint of column_max over a window of `rows` rows of `row_length` elements (a multiple
+/// of cols), row r starting at element r * row_stride of x and dx: for every column c, the first
+/// element of the window (in row order) equal to maxima[c], or NaN where maxima[c] is NaN, gets
+/// dx += dmaxima[c]; every other element of dx stays as it was.
+MIXPREC_KERNEL_API void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
+                                                std::size_t cols, std::size_t rows, std::size_t row_length,
+                                                std::size_t row_stride);
 /// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
 /// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
 MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
@@ -48,6 +55,13 @@ MIXPREC_KERNEL_API void column_sum_f16(const float16* x, std::size_t n, float* s
 template <class T>
 bool replaces_maximum(T largest, T value) {
   return !std::isnan(largest) && (std::isnan(value) || value > largest);
+}
+
+/// Whether `value` is where column_max_backward routes the gradient of `maximum`: the value the
+/// maximum was taken from (equal, or both NaN).
+template <class T>
+bool holds_maximum(T value, T maximum) {
+  return value == maximum || (std::isnan(value) && std::isnan(maximum));
 }
 
 }  // namespace mixprec::kernels::detail

@@ -32,33 +32,48 @@ struct conv_geometry {
   std::size_t patch() const { return kernel_height * kernel_width * channels; }
 };
 
-/// Calls visit(output_pixel, first_slot, slots, first_input_pixel) for every row of every
-/// output pixel's window, with the part of that row inside the input: `slots` window positions
-/// from first_slot = ky * kernel_width + kx, which read the consecutive input pixels from
-/// first_input_pixel on (a window row is contiguous in NHWC, whatever the strides). Output
-/// pixels come in NHW order, pixels are indices (element offsets are pixel * channels), and rows
-/// or positions in "same" padding are skipped.
+/// The part of one output pixel's window that lies inside the input: window rows
+/// [first_ky, first_ky + rows) and columns [first_kx, first_kx + columns); its first input pixel
+/// is first_input_pixel, and each next row starts `width` pixels on (a window row is contiguous
+/// in NHWC, whatever the strides). Pixels are indices: element offsets are pixel * channels.
+struct window_part {
+  std::size_t first_ky, rows, first_kx, columns, first_input_pixel;
+};
+
+/// Calls visit(output_pixel, window_part) for every output pixel, in NHW order; the positions in
+/// "same" padding are left out. Every window holds at least one input pixel.
 template <class Visit>
-void for_each_window_run(const conv_geometry& g, Visit&& visit) {
+void for_each_window(const conv_geometry& g, Visit&& visit) {
   const std::size_t oh = g.out_height(), ow = g.out_width();
   const std::size_t top = padding_before(g.height, g.kernel_height, g.stride_height, g.same);
   const std::size_t left = padding_before(g.width, g.kernel_width, g.stride_width, g.same);
   for (std::size_t n = 0; n < g.batch; ++n)
-    for (std::size_t oy = 0; oy < oh; ++oy)
+    for (std::size_t oy = 0; oy < oh; ++oy) {
+      // Window rows ky in [first_ky, end_ky) land inside the input: top <= oy * sh + ky < top + height.
+      const std::size_t y0 = oy * g.stride_height;
+      const std::size_t first_ky = top > y0 ? top - y0 : 0;
+      const std::size_t end_ky = std::min(g.kernel_height, top + g.height - y0);
       for (std::size_t ox = 0; ox < ow; ++ox) {
-        const std::size_t out = (n * oh + oy) * ow + ox;
-        // Window columns kx in [first_kx, end_kx) land inside the input: left <= ox * sw + kx < left + width.
-        // Every window holds at least one input column (x0 < left + width, left < kernel_width).
         const std::size_t x0 = ox * g.stride_width;
         const std::size_t first_kx = left > x0 ? left - x0 : 0;
         const std::size_t end_kx = std::min(g.kernel_width, left + g.width - x0);
-        for (std::size_t ky = 0; ky < g.kernel_height; ++ky) {
-          const std::size_t iy = oy * g.stride_height + ky;
-          if (iy < top || iy - top >= g.height) continue;
-          visit(out, ky * g.kernel_width + first_kx, end_kx - first_kx,
-                (n * g.height + (iy - top)) * g.width + (x0 + first_kx - left));
-        }
+        visit((n * oh + oy) * ow + ox,
+              window_part{first_ky, end_ky - first_ky, first_kx, end_kx - first_kx,
+                          (n * g.height + (y0 + first_ky - top)) * g.width + (x0 + first_kx - left)});
       }
+    }
+}
+
+/// Calls visit(output_pixel, first_slot, slots, first_input_pixel) for every row of every
+/// output pixel's window, with the part of that row inside the input: `slots` window positions
+/// from first_slot = ky * kernel_width + kx, which read the consecutive input pixels from
+/// first_input_pixel on.
+template <class Visit>
+void for_each_window_run(const conv_geometry& g, Visit&& visit) {
+  for_each_window(g, [&](std::size_t out, const window_part& w) {
+    for (std::size_t r = 0; r < w.rows; ++r)
+      visit(out, (w.first_ky + r) * g.kernel_width + w.first_kx, w.columns, w.first_input_pixel + r * g.width);
+  });
 }
 
 /// im2col: one row per output pixel, holding its receptive field (kh, kw, c order, zero padded).

@@ -93,22 +93,18 @@ struct max_pooling2d {
   struct output_gradient;
   struct input_gradient;
 
-  /// dx[first maximum of each window] += dy, every other dx 0.
+  /// dx = 0, then each output's gradient added to the first input of its window that holds the
+  /// maximum (column_max_backward, one window at a time: overlapping windows sum in order).
   template <class A>
   static void route(std::span<const A> x, std::span<const A> y, std::span<const A> dy, const detail::conv_geometry& g,
                     std::span<A> dx) {
     std::fill(dx.begin(), dx.end(), A(0));
-    std::vector<bool> routed(y.size(), false);
-    detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
-      for (std::size_t s = 0; s < slots; ++s)
-        for (std::size_t c = 0; c < g.channels; ++c) {
-          const std::size_t o = out * g.channels + c, i = (in + s) * g.channels + c;
-          if (routed[o]) continue;
-          if (x[i] == y[o] || (std::isnan(x[i]) && std::isnan(y[o]))) {
-            dx[i] += dy[o];
-            routed[o] = true;
-          }
-        }
+    const std::size_t c = g.channels, row_stride = g.width * c;
+    detail::for_each_window(g, [&](std::size_t out, const detail::window_part& w) {
+      const std::size_t first = w.first_input_pixel * c, row_length = w.columns * c;
+      const std::size_t extent = (w.rows - 1) * row_stride + row_length;
+      column_max_backward<A>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
+                             dx.subspan(first, extent), w.rows, row_length, row_stride);
     });
   }
 };
