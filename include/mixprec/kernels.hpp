@@ -5,5 +5,6 @@
 #include <mixprec/kernels/gemm.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/kernels/elementwise.hpp>
+#include <mixprec/kernels/normalization.hpp>
 #include <mixprec/kernels/optimizer.hpp>
 #include <mixprec/kernels/targets.hpp>

@@ -23,6 +23,10 @@ HWY_EXPORT(UnscaleAndCheckFiniteBF16);
 HWY_EXPORT(UnscaleAndCheckFiniteF16);
 HWY_EXPORT(ColumnMaxF32);
 HWY_EXPORT(ColumnMaxBackwardF32);
+HWY_EXPORT(BatchNormMomentsF32);
+HWY_EXPORT(ScaleShiftColumnsF32);
+HWY_EXPORT(BatchNormBackwardSumsF32);
+HWY_EXPORT(BatchNormInputGradientF32);
 HWY_EXPORT(ColumnSumF32);
 HWY_EXPORT(ColumnSumBF16);
 HWY_EXPORT(ColumnSumF16);
@@ -81,6 +85,26 @@ MIXPREC_KERNEL_API void column_max_backward_f32(const float* x, const float* max
                                                 std::size_t cols, std::size_t rows, std::size_t row_length,
                                                 std::size_t row_stride) {
   HWY_DYNAMIC_DISPATCH(ColumnMaxBackwardF32)(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride);
+}
+MIXPREC_KERNEL_API void batch_norm_moments_f32(const float* x, std::size_t n, std::size_t cols, double* mean,
+                                               double* variance) {
+  HWY_DYNAMIC_DISPATCH(BatchNormMomentsF32)(x, n, cols, mean, variance);
+}
+MIXPREC_KERNEL_API void scale_shift_columns_f32(const float* x, std::size_t n, std::size_t cols, const float* scale,
+                                                const float* shift, float* y) {
+  HWY_DYNAMIC_DISPATCH(ScaleShiftColumnsF32)(x, n, cols, scale, shift, y);
+}
+MIXPREC_KERNEL_API void batch_norm_backward_sums_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+                                                     const float* mean, const float* inverse_deviation, double* sum_dy,
+                                                     double* sum_dy_x_hat) {
+  HWY_DYNAMIC_DISPATCH(BatchNormBackwardSumsF32)(x, dy, n, cols, mean, inverse_deviation, sum_dy, sum_dy_x_hat);
+}
+MIXPREC_KERNEL_API void batch_norm_input_gradient_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+                                                      const float* mean, const float* inverse_deviation,
+                                                      const float* factor, const float* mean_dy,
+                                                      const float* mean_dy_x_hat, float* dx) {
+  HWY_DYNAMIC_DISPATCH(BatchNormInputGradientF32)(x, dy, n, cols, mean, inverse_deviation, factor, mean_dy,
+                                                  mean_dy_x_hat, dx);
 }
 MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
   HWY_DYNAMIC_DISPATCH(ColumnSumF32)(x, n, sums, cols, accumulate);

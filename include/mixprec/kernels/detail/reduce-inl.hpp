@@ -21,6 +21,7 @@
 #include <hwy/highway.h>
 #include <mixprec/core/detail/minifloat_codec.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/detail/batch_norm_rule.hpp>
 #include <mixprec/kernels/detail/common-inl.hpp>
 #include <mixprec/kernels/detail/convert-inl.hpp>
 #include <mixprec/kernels/detail/kernel_macros.hpp>
@@ -149,13 +150,12 @@ bool UnscaleAndCheckFinite(T* gradients, std::size_t n, float inv_scale) {
 /// 32 float columns on AVX2, in one pass over the rows.
 constexpr std::size_t kColumnVectors = 4;
 
-/// Walks the columns [0, cols) of a row-major matrix in blocks of kColumnVectors vectors, then
-/// of single vectors: block(std::integral_constant<std::size_t, Vectors>(), c) handles columns
-/// [c, c + Vectors * lanes). Returns the first column left over (fewer than a vector's worth),
-/// which the caller finishes with scalar code.
+/// Walks the columns [0, cols) of a row-major matrix in blocks of kColumnVectors vectors of
+/// `lanes` lanes (float vectors unless told), then of single vectors: block(std::integral_constant<
+/// std::size_t, Vectors>(), c) handles columns [c, c + Vectors * lanes). Returns the first column
+/// left over (fewer than a vector's worth), which the caller finishes with scalar code.
 template <class Block>
-HWY_INLINE std::size_t for_each_column_block(std::size_t cols, Block&& block) {
-  const std::size_t lanes = hn::Lanes(DF());
+HWY_INLINE std::size_t for_each_column_block(std::size_t cols, Block&& block, std::size_t lanes = hn::Lanes(DF())) {
   std::size_t c = 0;
   for (; c + kColumnVectors * lanes <= cols; c += kColumnVectors * lanes)
     block(std::integral_constant<std::size_t, kColumnVectors>(), c);
@@ -237,6 +237,134 @@ void ColumnMaxBackwardF32(const float* x, const float* maxima, const float* dmax
           routed = true;
         }
   }
+}
+
+/// Batch normalization's column statistics accumulate in double: one double lane per column,
+/// fed from as many float lanes.
+using DD = hn::ScalableTag<double>;
+using DFHalf = hn::Rebind<float, DD>;
+
+HWY_INLINE hn::Vec<DD> load_as_f64(const float* p) { return hn::PromoteTo(DD(), hn::LoadU(DFHalf(), p)); }
+
+/// Columns [c, c + Vectors * lanes) of batch_norm_moments: sums, then squared deviations from
+/// the mean, each column in row order, as batch_norm_moments_rule does.
+template <std::size_t Vectors>
+HWY_INLINE void BatchNormMomentsBlock(const float* x, std::size_t n, std::size_t cols, std::size_t c, double* mean,
+                                      double* variance) {
+  const DD dd;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto rows = hn::Set(dd, static_cast<double>(n / cols));
+  hn::Vec<DD> sums[Vectors], means[Vectors], squares[Vectors];
+  unroll<Vectors>([&](auto v) { sums[v] = squares[v] = hn::Zero(dd); });
+  for (std::size_t row = c; row < n; row += cols)
+    unroll<Vectors>([&](auto v) { sums[v] = hn::Add(sums[v], load_as_f64(x + row + v * lanes)); });
+  unroll<Vectors>([&](auto v) { means[v] = hn::Div(sums[v], rows); });
+  for (std::size_t row = c; row < n; row += cols)
+    unroll<Vectors>([&](auto v) {
+      const auto d = hn::Sub(load_as_f64(x + row + v * lanes), means[v]);
+      squares[v] = hn::Add(squares[v], hn::Mul(d, d));
+    });
+  unroll<Vectors>([&](auto v) {
+    hn::StoreU(canonical_nan(means[v]), dd, mean + c + v * lanes);
+    hn::StoreU(canonical_nan(hn::Div(squares[v], rows)), dd, variance + c + v * lanes);
+  });
+}
+
+void BatchNormMomentsF32(const float* x, std::size_t n, std::size_t cols, double* mean, double* variance) {
+  const std::size_t tail = for_each_column_block(
+      cols, [&](auto vectors, std::size_t c) { BatchNormMomentsBlock<decltype(vectors)::value>(x, n, cols, c, mean, variance); },
+      hn::Lanes(DD()));
+  kernels::detail::batch_norm_moments_rule(x, n, cols, tail, cols, mean, variance);
+}
+
+/// Columns [c, c + Vectors * lanes) of batch_norm_backward_sums: x_hat in float, the sums in double.
+template <std::size_t Vectors>
+HWY_INLINE void BatchNormBackwardSumsBlock(const float* x, const float* dy, std::size_t n, std::size_t cols,
+                                           std::size_t c, const float* mean, const float* inverse_deviation,
+                                           double* sum_dy, double* sum_dy_x_hat) {
+  const DD dd;
+  const DFHalf dh;
+  const std::size_t lanes = hn::Lanes(dd);
+  hn::Vec<DD> s[Vectors], p[Vectors];
+  hn::Vec<DFHalf> m[Vectors], inverse[Vectors];
+  unroll<Vectors>([&](auto v) {
+    s[v] = p[v] = hn::Zero(dd);
+    m[v] = hn::LoadU(dh, mean + c + v * lanes);
+    inverse[v] = hn::LoadU(dh, inverse_deviation + c + v * lanes);
+  });
+  for (std::size_t row = c; row < n; row += cols)
+    unroll<Vectors>([&](auto v) {
+      const auto x_hat = hn::Mul(hn::Sub(hn::LoadU(dh, x + row + v * lanes), m[v]), inverse[v]);
+      const auto g = load_as_f64(dy + row + v * lanes);
+      s[v] = hn::Add(s[v], g);
+      p[v] = hn::Add(p[v], hn::Mul(g, hn::PromoteTo(dd, x_hat)));
+    });
+  unroll<Vectors>([&](auto v) {
+    hn::StoreU(canonical_nan(s[v]), dd, sum_dy + c + v * lanes);
+    hn::StoreU(canonical_nan(p[v]), dd, sum_dy_x_hat + c + v * lanes);
+  });
+}
+
+void BatchNormBackwardSumsF32(const float* x, const float* dy, std::size_t n, std::size_t cols, const float* mean,
+                              const float* inverse_deviation, double* sum_dy, double* sum_dy_x_hat) {
+  const std::size_t tail = for_each_column_block(
+      cols,
+      [&](auto vectors, std::size_t c) {
+        BatchNormBackwardSumsBlock<decltype(vectors)::value>(x, dy, n, cols, c, mean, inverse_deviation, sum_dy,
+                                                            sum_dy_x_hat);
+      },
+      hn::Lanes(DD()));
+  kernels::detail::batch_norm_backward_sums_rule(x, dy, n, cols, tail, cols, mean, inverse_deviation, sum_dy,
+                                                 sum_dy_x_hat);
+}
+
+/// Per-column constants of the element-wise normalization kernels, held in registers for a
+/// block of columns while the rows stream by.
+template <std::size_t Vectors, std::size_t Count>
+struct column_constants {
+  hn::Vec<DF> at[Count][Vectors];
+  HWY_INLINE column_constants(std::size_t c, const std::array<const float*, Count>& arrays) {
+    const DF df;
+    for (std::size_t k = 0; k < Count; ++k)
+      unroll<Vectors>([&](auto v) { at[k][v] = hn::LoadU(df, arrays[k] + c + v * hn::Lanes(df)); });
+  }
+};
+
+void ScaleShiftColumnsF32(const float* x, std::size_t n, std::size_t cols, const float* scale, const float* shift,
+                          float* y) {
+  const DF df;
+  const std::size_t lanes = hn::Lanes(df);
+  const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
+    constexpr std::size_t Vectors = decltype(vectors)::value;
+    const column_constants<Vectors, 2> k(c, {scale, shift});
+    for (std::size_t row = c; row < n; row += cols)
+      unroll<Vectors>([&](auto v) {
+        const auto result = hn::Add(hn::Mul(hn::LoadU(df, x + row + v * lanes), k.at[0][v]), k.at[1][v]);
+        hn::StoreU(canonical_nan(result), df, y + row + v * lanes);
+      });
+  });
+  kernels::detail::scale_shift_rule(x, n, cols, tail, cols, scale, shift, y);
+}
+
+void BatchNormInputGradientF32(const float* x, const float* dy, std::size_t n, std::size_t cols, const float* mean,
+                               const float* inverse_deviation, const float* factor, const float* mean_dy,
+                               const float* mean_dy_x_hat, float* dx) {
+  const DF df;
+  const std::size_t lanes = hn::Lanes(df);
+  const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
+    constexpr std::size_t Vectors = decltype(vectors)::value;
+    const column_constants<Vectors, 5> k(c, {mean, inverse_deviation, factor, mean_dy, mean_dy_x_hat});
+    for (std::size_t row = c; row < n; row += cols)
+      unroll<Vectors>([&](auto v) {
+        const std::size_t at = row + v * lanes;
+        const auto x_hat = hn::Mul(hn::Sub(hn::LoadU(df, x + at), k.at[0][v]), k.at[1][v]);
+        const auto centered = hn::Sub(hn::LoadU(df, dy + at), k.at[3][v]);
+        const auto result = hn::Mul(k.at[2][v], hn::Sub(centered, hn::Mul(x_hat, k.at[4][v])));
+        hn::StoreU(canonical_nan(result), df, dx + at);
+      });
+  });
+  kernels::detail::batch_norm_input_gradient_rule(x, dy, n, cols, tail, cols, mean, inverse_deviation, factor, mean_dy,
+                                                  mean_dy_x_hat, dx);
 }
 
 /// Columns [c, c + Vectors * lanes) of column_sum: one float accumulator per column, starting at

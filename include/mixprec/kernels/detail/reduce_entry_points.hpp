@@ -41,6 +41,21 @@ MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* 
 MIXPREC_KERNEL_API void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
                                                 std::size_t cols, std::size_t rows, std::size_t row_length,
                                                 std::size_t row_stride);
+/// Batch normalization over the columns of a row-major n / cols x cols matrix (n a multiple of
+/// cols, cols > 0), with the arithmetic of batch_norm_rule.hpp: the column means and biased
+/// variances (double); y = x * scale + shift per column (y may be x); the column sums of dy and
+/// dy * x_hat (double); the input gradient dx (dx may be dy).
+MIXPREC_KERNEL_API void batch_norm_moments_f32(const float* x, std::size_t n, std::size_t cols, double* mean,
+                                               double* variance);
+MIXPREC_KERNEL_API void scale_shift_columns_f32(const float* x, std::size_t n, std::size_t cols, const float* scale,
+                                                const float* shift, float* y);
+MIXPREC_KERNEL_API void batch_norm_backward_sums_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+                                                     const float* mean, const float* inverse_deviation, double* sum_dy,
+                                                     double* sum_dy_x_hat);
+MIXPREC_KERNEL_API void batch_norm_input_gradient_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+                                                      const float* mean, const float* inverse_deviation,
+                                                      const float* factor, const float* mean_dy,
+                                                      const float* mean_dy_x_hat, float* dx);
 /// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
 /// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
 MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);

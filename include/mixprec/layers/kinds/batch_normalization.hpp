@@ -20,6 +20,8 @@
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/normalization.hpp>
+#include <mixprec/layers/detail/math.hpp>
 #include <mixprec/layers/kind.hpp>
 
 namespace mixprec::layer_kinds {
@@ -70,9 +72,16 @@ struct batch_normalization {
   static void forward(const detail::forward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
+    const std::span<const S> x = widened<C, S, input_buffer>(a.x);
     std::vector<S> mean(channels), variance(channels);
     if (a.training && a.trainable) {
-      moments<C, S>(a.x, channels, mean, variance);
+      if (x.empty()) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
+      std::vector<double> batch_mean(channels), batch_variance(channels);
+      kernels::batch_norm_moments<S>(x, channels, batch_mean, batch_variance);
+      for (std::size_t c = 0; c < channels; ++c) {
+        mean[c] = static_cast<S>(batch_mean[c]);
+        variance[c] = static_cast<S>(batch_variance[c]);
+      }
       const auto m = static_cast<S>(a.settings.momentum);
       for (std::size_t index : {moving_mean, moving_variance}) {
         const std::vector<S>& batch = index == moving_mean ? mean : variance;
@@ -92,9 +101,12 @@ struct batch_normalization {
       scale[c] = g[c] / std::sqrt(variance[c] + eps);
       shift[c] = b[c] - mean[c] * scale[c];
     }
-    for (std::size_t i = 0; i < a.x.size(); ++i) {
-      const std::size_t c = i % channels;
-      a.y[i] = cast<C>(static_cast<S>(cast<S>(a.x[i]) * scale[c] + shift[c]));
+    if constexpr (std::is_same_v<C, S>) {
+      kernels::scale_shift_columns<S>(x, scale, shift, a.y);
+    } else {
+      const std::span<S> y = detail::scratch_buffer<S, output_buffer>(a.y.size());
+      kernels::scale_shift_columns<S>(x, scale, shift, y);
+      convert<S, C>(y, a.y);
     }
     if (a.saved) {
       a.saved->mean.assign(mean.begin(), mean.end());
@@ -111,17 +123,15 @@ struct batch_normalization {
   static void backward(const detail::backward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::size_t count = a.x.size() / channels;
-    const auto x_hat = [&](std::size_t i) {
-      const std::size_t c = i % channels;
-      return static_cast<S>((cast<S>(a.x[i]) - static_cast<S>(a.saved.mean[c])) * static_cast<S>(a.saved.inverse_deviation[c]));
-    };
-    std::vector<double> sum_dy(channels, 0.0), sum_dy_x_hat(channels, 0.0);
-    for (std::size_t i = 0; i < a.x.size(); ++i) {
-      const auto dy = static_cast<double>(cast<S>(a.dy[i]));
-      sum_dy[i % channels] += dy;
-      sum_dy_x_hat[i % channels] += dy * static_cast<double>(x_hat(i));
+    const std::span<const S> x = widened<C, S, input_buffer>(a.x);
+    const std::span<const S> dy = widened<C, S, output_buffer>(a.dy);
+    std::vector<S> mean(channels), inverse_deviation(channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+      mean[c] = static_cast<S>(a.saved.mean[c]);
+      inverse_deviation[c] = static_cast<S>(a.saved.inverse_deviation[c]);
     }
+    std::vector<double> sum_dy(channels), sum_dy_x_hat(channels);
+    kernels::batch_norm_backward_sums<S>(x, dy, mean, inverse_deviation, sum_dy, sum_dy_x_hat);
     const auto store = [&](std::size_t index, const std::vector<double>& sums) {
       const std::span<V> out = a.weight_gradients[index];
       for (std::size_t c = 0; c < out.size(); ++c) out[c] = cast<V>(static_cast<S>(sums[c]));
@@ -130,17 +140,25 @@ struct batch_normalization {
     store(beta, sum_dy);
     if (a.dx.empty()) return;
     const std::vector<S> g = wide<V, S>(a.weights[gamma].value);
-    const bool batch_statistics = a.training;
-    const auto n = static_cast<S>(count);
-    for (std::size_t i = 0; i < a.x.size(); ++i) {
-      const std::size_t c = i % channels;
-      const S factor = g[c] * static_cast<S>(a.saved.inverse_deviation[c]);
-      const S dy = cast<S>(a.dy[i]);
-      const S dx = batch_statistics ? static_cast<S>(factor * (dy - static_cast<S>(sum_dy[c]) / n -
-                                                                  x_hat(i) * static_cast<S>(sum_dy_x_hat[c]) / n))
-                                    : static_cast<S>(factor * dy);
-      a.dx[i] = cast<C>(dx);
+    std::vector<S> factor(channels), mean_dy(channels), mean_dy_x_hat(channels);
+    const auto n = static_cast<S>(a.x.size() / channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+      factor[c] = g[c] * inverse_deviation[c];
+      // In inference mode (a frozen layer) the statistics are constants: dx = factor dy.
+      mean_dy[c] = a.training ? static_cast<S>(sum_dy[c]) / n : S(0);
+      mean_dy_x_hat[c] = a.training ? static_cast<S>(sum_dy_x_hat[c]) / n : S(0);
     }
+    const std::span<S> dx = [&] {
+      if constexpr (std::is_same_v<C, S>) return a.dx;
+      else return detail::scratch_buffer<S, input_gradient_buffer>(a.dx.size());
+    }();
+    if (a.training) {
+      kernels::batch_norm_input_gradient<S>(x, dy, mean, inverse_deviation, factor, mean_dy, mean_dy_x_hat, dx);
+    } else {
+      const std::vector<S> no_shift(channels, S(0));
+      kernels::scale_shift_columns<S>(dy, factor, no_shift, dx);
+    }
+    if constexpr (!std::is_same_v<C, S>) convert<S, C>(dx, a.dx);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -192,21 +210,19 @@ struct batch_normalization {
     return out;
   }
 
-  /// Per-channel mean and biased variance, accumulated in double, stored in S.
-  template <class C, class S>
-  static void moments(std::span<const C> x, std::size_t channels, std::span<S> mean, std::span<S> variance) {
-    const std::size_t count = x.size() / channels;
-    if (count == 0) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
-    std::vector<double> sum(channels, 0.0), deviations(channels, 0.0);
-    for (std::size_t i = 0; i < x.size(); ++i) sum[i % channels] += static_cast<double>(cast<double>(x[i]));
-    for (std::size_t c = 0; c < channels; ++c) sum[c] /= static_cast<double>(count);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      const double d = static_cast<double>(cast<double>(x[i])) - sum[i % channels];
-      deviations[i % channels] += d * d;
-    }
-    for (std::size_t c = 0; c < channels; ++c) {
-      mean[c] = static_cast<S>(sum[c]);
-      variance[c] = static_cast<S>(deviations[c] / static_cast<double>(count));
+  struct input_buffer;
+  struct output_buffer;
+  struct input_gradient_buffer;
+
+  /// values in S: the span itself when C is S, else widened (exactly) into a per-thread buffer.
+  template <class C, class S, class Purpose>
+  static std::span<const S> widened(std::span<const C> values) {
+    if constexpr (std::is_same_v<C, S>) {
+      return values;
+    } else {
+      const std::span<S> out = detail::scratch_buffer<S, Purpose>(values.size());
+      convert<C, S>(values, out);
+      return out;
     }
   }
 };
