@@ -290,3 +290,85 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
   copy.load_weights(wide_file.path);
   CHECK(copy.layer<0>().kernel.value()[3] == static_cast<float>(wide.layer<0>().kernel.value()[3]));
 }
+
+TEST_CASE("every layer setting survives a Keras config round trip; unsupported settings are errors naming layer and key") {
+  const auto initializer = [](const char* class_name, nlohmann::json config) {
+    return nlohmann::json{{"module", "keras.initializers"}, {"class_name", class_name}, {"config", config},
+                          {"registered_name", nullptr}};
+  };
+  const auto regularizer = [](const char* class_name, nlohmann::json config) {
+    return nlohmann::json{{"module", "keras.regularizers"}, {"class_name", class_name}, {"config", config},
+                          {"registered_name", nullptr}};
+  };
+  const auto layer = [](const char* class_name, nlohmann::json config) {
+    return nlohmann::json{{"class_name", class_name}, {"config", config}};
+  };
+  // Every setting away from its default.
+  const std::vector<nlohmann::json> layers{
+      layer("Conv2D", {{"name", "conv"}, {"trainable", false}, {"filters", 3}, {"kernel_size", {2, 3}}, {"strides", {2, 1}},
+                       {"padding", "same"}, {"activation", "tanh"}, {"use_bias", false},
+                       {"kernel_initializer", initializer("HeNormal", {{"seed", 5}})},
+                       {"kernel_regularizer", regularizer("L1L2", {{"l1", 0.125}, {"l2", 0.25}})}}),
+      layer("BatchNormalization", {{"name", "bn"}, {"momentum", 0.5}, {"epsilon", 0.25},
+                                   {"gamma_initializer", initializer("Constant", {{"value", 1.5}})},
+                                   {"beta_initializer", initializer("RandomUniform", {{"minval", -0.5}, {"maxval", 0.5}, {"seed", 3}})},
+                                   {"moving_mean_initializer", initializer("Ones", nlohmann::json::object())},
+                                   {"moving_variance_initializer", initializer("Constant", {{"value", 2.0}})},
+                                   {"gamma_regularizer", regularizer("L2", {{"l2", 0.5}})},
+                                   {"beta_regularizer", regularizer("L1", {{"l1", 0.75}})}}),
+      layer("MaxPooling2D", {{"name", "pool"}, {"pool_size", {2, 1}}, {"strides", {1, 1}}, {"padding", "same"}}),
+      layer("Flatten", {{"name", "flat"}}),
+      layer("Dropout", {{"name", "drop"}, {"rate", 0.375}, {"seed", 42}}),
+      layer("Dense", {{"name", "dense"}, {"units", 4}, {"activation", "gelu"}, {"use_bias", true},
+                      {"kernel_initializer", initializer("RandomNormal", {{"mean", 0.5}, {"stddev", 0.25}, {"seed", 9}})},
+                      {"bias_initializer", initializer("GlorotNormal", {{"seed", 1}})},
+                      {"bias_regularizer", regularizer("L2", {{"l2", 0.0625}})}}),
+      layer("Activation", {{"name", "act"}, {"activation", "gelu_approximate"}}),
+      layer("Softmax", {{"name", "soft"}})};
+  RuntimeModel model({6, 5, 2}, layers);
+  const nlohmann::json written = model.get_config();
+  const nlohmann::json& out = written["config"]["layers"];
+  REQUIRE(out.size() == layers.size() + 1);  // the InputLayer first
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    INFO("layer ", layers[i]["config"]["name"]);
+    CHECK(out[i + 1]["class_name"] == layers[i]["class_name"]);
+    for (const auto& [key, value] : layers[i]["config"].items()) {
+      INFO("key ", key);
+      CHECK(out[i + 1]["config"][key] == value);
+    }
+  }
+  CHECK_FALSE(model.layer("conv").trainable());
+  const RuntimeModel again = RuntimeModel::from_config(written);
+  CHECK(nlohmann::json(again.get_config()) == written);
+
+  // The compile-time layers write the same settings.
+  Sequential<policies::float32, Input<4>, Dense<3, activations::relu>, Dropout<>> compiled(
+      Dense<3, activations::relu>("d", weight_settings{.kernel_initializer = initializers::he_uniform{7},
+                                                       .kernel_regularizer = regularizers::l1{0.5}}),
+      Dropout<>(0.25, "drop", 11));
+  const nlohmann::json compiled_config = compiled.get_config();
+  const nlohmann::json& dense = compiled_config["config"]["layers"][1]["config"];
+  CHECK(dense["kernel_initializer"] == initializer("HeUniform", {{"seed", 7}}));
+  CHECK(dense["kernel_regularizer"] == regularizer("L1", {{"l1", 0.5}}));
+  CHECK(compiled_config["config"]["layers"][2]["config"]["rate"] == 0.25);
+  CHECK(compiled_config["config"]["layers"][2]["config"]["seed"] == 11);
+  CHECK(nlohmann::json(RuntimeModel::from_config(compiled_config).get_config()) == compiled_config);
+
+  // Settings mixprec does not implement are never ignored.
+  const auto error = [&](nlohmann::json config) -> std::string {
+    try {
+      RuntimeModel({4}, {layer("Dense", std::move(config))});
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(error({{"name", "d"}, {"units", 2}, {"kernel_constraint", {{"class_name", "NonNeg"}, {"config", nlohmann::json::object()}}}})
+            .starts_with("layer 1 ('d', Dense): `kernel_constraint` is not supported by mixprec; it must be null."));
+  CHECK(error({{"name", "d"}, {"units", 2}, {"frobnicate", 3}}) == "layer 1 ('d', Dense): unknown setting `\"frobnicate\"` (value 3).");
+  CHECK(error({{"name", "d"}, {"units", 2}, {"activity_regularizer", regularizer("L2", {{"l2", 0.5}})}})
+            .find("`activity_regularizer` is not supported by mixprec") != std::string::npos);
+  CHECK(error({{"name", "d"}, {"units", 2}, {"kernel_regularizer", regularizer("L3", nlohmann::json::object())}})
+            .starts_with("layer 1 ('d', Dense): `kernel_regularizer`: "));
+  CHECK(error({{"name", "d"}, {"units", 2}, {"kernel_constraint", nullptr}}) == "no error");  // null is the default
+}
