@@ -913,3 +913,43 @@ TEST_CASE("backward in double runs scalar double math") {
                                        relu_dx);
   CHECK(relu_dx == std::vector<double>{0.0, 0.0});
 }
+
+TEST_CASE("add_rows adds a strided block into another, bit for bit on every target") {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  const float nan_a = std::bit_cast<float>(0x7FC00123u);
+  for_each_target([&](const std::string& target) {
+    for (std::size_t row_length : {1, 3, 7, 8, 15, 16, 17, 33, 64, 100})
+      for (std::size_t rows : {0, 1, 2, 5}) {
+        const std::size_t from_stride = row_length + rng() % 5, to_stride = row_length + rng() % 9;
+        std::vector<float> from(rows == 0 ? 0 : (rows - 1) * from_stride + row_length);
+        std::vector<float> to(rows == 0 ? 0 : (rows - 1) * to_stride + row_length + 3);  // room after the block
+        for (auto& v : from) v = rng() % 29 == 0 ? nan_a : u(rng);
+        for (auto& v : to) v = rng() % 31 == 0 ? inf : u(rng);
+        std::vector<float> expected = to;
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t i = 0; i < row_length; ++i) {
+            const float sum = expected[r * to_stride + i] + from[r * from_stride + i];
+            expected[r * to_stride + i] = std::isnan(sum) ? std::numeric_limits<float>::quiet_NaN() : sum;
+          }
+        kernels::add_rows<float>(from, from_stride, to, to_stride, rows, row_length);
+        INFO(target, ": rows = ", rows, ", row_length = ", row_length);
+        for (std::size_t i = 0; i < to.size(); ++i) REQUIRE(bits(to[i]) == bits(expected[i]));
+      }
+  });
+  std::vector<double> to{1, 1, 1, 1, 1, 1};
+  kernels::add_rows<double>(std::vector<double>{1, 2, 9, 3, 4}, 3, to, 4, 2, 2);
+  CHECK(to == std::vector<double>{2, 3, 1, 1, 4, 5});
+}
+
+TEST_CASE("add_rows rejects blocks that do not fit and overlapping spans") {
+  std::vector<float> from(10), to(10);
+  CHECK_THROWS_WITH_AS(kernels::add_rows<float>(from, 4, to, 4, 3, 4),
+                       "add_rows: 3 rows of 4 elements, 4 apart, do not fit in from's 10 elements.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::add_rows<float>(from, 2, to, 4, 2, 3),
+                       "add_rows: from's row stride 2 is shorter than a row (3).", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::add_rows<float>(std::span(from).first(4), 4, std::span(from).subspan(2), 4, 1, 4),
+                       "add_rows: from and to overlap; they must lie apart.", std::invalid_argument);
+  CHECK_THROWS_AS(kernels::add_rows<float>(from, 4, to, std::size_t(1) << 62, 2, 4), std::invalid_argument);  // no wrap
+  kernels::add_rows<float>(from, 6, to, 6, 2, 4);  // exactly fits: rows at 0 and 6, the last ending at 10
+}

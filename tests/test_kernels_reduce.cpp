@@ -674,9 +674,9 @@ TEST_CASE("column_max_backward rejects windows that do not fit") {
   };
   CHECK_THROWS_WITH_AS(call(1, 3, 3), "column_max_backward: rows of 3 elements do not hold whole rows of the 2 maxima.",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(call(2, 4, 2), "column_max_backward: row_stride 2 is shorter than a row (4).", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(2, 4, 2), "column_max_backward: window's row stride 2 is shorter than a row (4).", std::invalid_argument);
   CHECK_THROWS_WITH_AS(call(3, 4, 4),
-                       "column_max_backward: a window of 3 rows of 4 elements, 4 apart, does not fit in 10 elements.",
+                       "column_max_backward: 3 rows of 4 elements, 4 apart, do not fit in window's 10 elements.",
                        std::invalid_argument);
   CHECK_THROWS_AS(call(2, 4, std::size_t(1) << 62), std::invalid_argument);  // no overflow in the check
   std::vector<float> short_gradient(1);

@@ -40,6 +40,21 @@ inline void check_rows(std::size_t size, std::size_t cols, const char* what) {
                                 " is not a multiple of cols = " + std::to_string(cols) + ".");
 }
 
+/// `rows` rows of `row_length` elements, each starting `row_stride` after the previous one, lie
+/// inside `size` elements (checked without overflow): row_length > 0, and rows > 1 needs
+/// row_stride >= row_length (rows apart).
+inline void check_strided_rows(std::size_t size, std::size_t rows, std::size_t row_length, std::size_t row_stride,
+                               const char* what, const char* name) {
+  if (rows > 1 && row_stride < row_length)
+    throw std::invalid_argument(std::string(what) + ": " + name + "'s row stride " + std::to_string(row_stride) +
+                                " is shorter than a row (" + std::to_string(row_length) + ").");
+  const bool fits = rows == 0 || (size >= row_length && (rows == 1 || (size - row_length) / (rows - 1) >= row_stride));
+  if (!fits)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(rows) + " rows of " +
+                                std::to_string(row_length) + " elements, " + std::to_string(row_stride) +
+                                " apart, do not fit in " + name + "'s " + std::to_string(size) + " elements.");
+}
+
 /// Whether the memory of `a` and `b` shares a byte (an empty span overlaps nothing).
 template <class A, class B>
 bool overlap(std::span<A> a, std::span<B> b) {

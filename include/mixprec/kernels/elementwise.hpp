@@ -205,6 +205,28 @@ void activation_backward(activation a, std::span<const T> x, std::span<const T> 
   }
 }
 
+/// to[r * to_stride + i] += from[r * from_stride + i] for every row r < rows and i < row_length,
+/// rows in order: a strided block added into another (col2im adds each output pixel's window of
+/// gradients this way). One add per element, so every target gives the same bits (a NaN result
+/// is the canonical quiet NaN). float runs a Highway kernel, double a scalar loop. Throws
+/// std::invalid_argument unless both blocks fit their spans (rows at least a row apart) and
+/// `to` lies apart from `from`.
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+void add_rows(std::span<const T> from, std::size_t from_stride, std::span<T> to, std::size_t to_stride, std::size_t rows,
+              std::size_t row_length) {
+  mixprec::detail::check_strided_rows(from.size(), rows, row_length, from_stride, "add_rows", "from");
+  mixprec::detail::check_strided_rows(to.size(), rows, row_length, to_stride, "add_rows", "to");
+  mixprec::detail::check_disjoint(from, std::span<const T>(to), "add_rows", "from", "to");
+  if (rows == 0 || row_length == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    detail::add_rows_f32(from.data(), from_stride, to.data(), to_stride, rows, row_length);
+  } else {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t i = 0; i < row_length; ++i) to[r * to_stride + i] += from[r * from_stride + i];
+  }
+}
+
 /// rows[r * cols + c] += bias[c] in place, cols = bias.size(), rounded once to T. Throws
 /// std::invalid_argument unless rows.size() is a multiple of bias.size() (an empty bias only
 /// fits empty rows).

@@ -191,17 +191,10 @@ void column_max_backward(std::span<const T> window, std::span<const T> maxima, s
   if (maxima_gradient.size() != cols)
     fail("maxima_gradient has " + std::to_string(maxima_gradient.size()) + " elements but there are " +
          std::to_string(cols) + " maxima.");
-  if (rows > 1 && row_stride < row_length)
-    fail("row_stride " + std::to_string(row_stride) + " is shorter than a row (" + std::to_string(row_length) + ").");
   if (window.size() != window_gradient.size())
     fail("window has " + std::to_string(window.size()) + " elements and window_gradient " +
          std::to_string(window_gradient.size()) + "; they must match.");
-  // The last row ends at (rows - 1) * row_stride + row_length, compared without overflowing.
-  const bool fits = rows == 0 || (window.size() >= row_length &&
-                                  (rows == 1 || (window.size() - row_length) / (rows - 1) >= row_stride));
-  if (!fits)
-    fail("a window of " + std::to_string(rows) + " rows of " + std::to_string(row_length) + " elements, " +
-         std::to_string(row_stride) + " apart, does not fit in " + std::to_string(window.size()) + " elements.");
+  detail::check_strided_rows(window.size(), rows, row_length, row_stride, "column_max_backward", "window");
   detail::check_disjoint(window, window_gradient, "column_max_backward", "window", "window_gradient");
   detail::check_disjoint(maxima, window_gradient, "column_max_backward", "maxima", "window_gradient");
   detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient", "window_gradient");

@@ -21,6 +21,7 @@ HWY_EXPORT(SoftmaxRowsF16);
 HWY_EXPORT(SoftmaxRowsBackwardF32);
 HWY_EXPORT(SoftmaxRowsBackwardBF16);
 HWY_EXPORT(SoftmaxRowsBackwardF16);
+HWY_EXPORT(AddRowsF32);
 HWY_EXPORT(BiasActivationF32);
 HWY_EXPORT(BiasActivationBF16);
 HWY_EXPORT(BiasActivationF16);
@@ -46,6 +47,10 @@ MIXPREC_KERNEL_API void activation_backward_bf16(activation a, const bfloat16* x
 MIXPREC_KERNEL_API void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
     std::size_t n) {
   HWY_DYNAMIC_DISPATCH(ActivationBackwardF16)(a, x, dy, dx, n);
+}
+MIXPREC_KERNEL_API void add_rows_f32(const float* from, std::size_t from_stride, float* to, std::size_t to_stride,
+                                     std::size_t rows, std::size_t row_length) {
+  HWY_DYNAMIC_DISPATCH(AddRowsF32)(from, from_stride, to, to_stride, rows, row_length);
 }
 MIXPREC_KERNEL_API void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols) {
   HWY_DYNAMIC_DISPATCH(BiasAddF32)(rows, n, bias, cols);

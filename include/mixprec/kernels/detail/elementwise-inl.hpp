@@ -299,6 +299,14 @@ void ActivationBackward(activation a, const T* x, const T* dy, T* dx, std::size_
   });
 }
 
+void AddRowsF32(const float* from, std::size_t from_stride, float* to, std::size_t to_stride, std::size_t rows,
+                std::size_t row_length) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for_each_step<kMaxFloatLanes>(row_length, hn::Lanes(DF()), [](const float* x, float* y) {
+      hn::StoreU(canonical_nan(hn::Add(hn::LoadU(DF(), y), hn::LoadU(DF(), x))), DF(), y);
+    }, from + r * from_stride, to + r * to_stride);
+}
+
 template <class T>
 void BiasAdd(T* rows, std::size_t n, const T* bias, std::size_t cols) {
   for (std::size_t start = 0; start < n; start += cols) {

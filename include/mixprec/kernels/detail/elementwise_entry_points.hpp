@@ -24,6 +24,9 @@ MIXPREC_KERNEL_API void activation_backward_bf16(activation a, const bfloat16* x
                                                  std::size_t n);
 MIXPREC_KERNEL_API void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
                                                 std::size_t n);
+/// to[r * to_stride + i] += from[r * from_stride + i] for r < rows, i < row_length, rows in order.
+MIXPREC_KERNEL_API void add_rows_f32(const float* from, std::size_t from_stride, float* to, std::size_t to_stride,
+                                     std::size_t rows, std::size_t row_length);
 MIXPREC_KERNEL_API void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols);
 MIXPREC_KERNEL_API void bias_add_bf16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols);
 MIXPREC_KERNEL_API void bias_add_f16(float16* rows, std::size_t n, const float16* bias, std::size_t cols);

@@ -7,6 +7,7 @@
 #include <span>
 
 #include <mixprec/core/cast.hpp>
+#include <mixprec/kernels/elementwise.hpp>
 
 namespace mixprec::detail {
 
@@ -89,16 +90,18 @@ void im2col(std::span<const C> x, const conv_geometry& g, std::span<C> columns) 
 }
 
 /// The adjoint of im2col: dx (float32 or float64 accumulators, zeroed first) receives every column
-/// entry at the input pixel it was copied from, summed in window order (the same order on every
-/// target: the adds are plain additions).
+/// entry at the input pixel it was copied from, output pixel after output pixel (the same order
+/// on every target), each window added as a block by add_rows.
 template <class A>
 void col2im(std::span<const A> columns, const conv_geometry& g, std::span<A> dx) {
-  const std::size_t patch = g.patch();
+  const std::size_t patch = g.patch(), c = g.channels;
   std::fill(dx.begin(), dx.end(), A(0));
-  for_each_window_run(g, [&](std::size_t out, std::size_t slot, std::size_t slots, std::size_t in) {
-    const A* from = columns.data() + out * patch + slot * g.channels;
-    A* to = dx.data() + in * g.channels;
-    for (std::size_t i = 0; i < slots * g.channels; ++i) to[i] += from[i];
+  for_each_window(g, [&](std::size_t out, const window_part& w) {
+    const std::size_t row_length = w.columns * c, from_stride = g.kernel_width * c, to_stride = g.width * c;
+    const std::size_t from = out * patch + (w.first_ky * g.kernel_width + w.first_kx) * c;
+    const std::size_t to = w.first_input_pixel * c;
+    kernels::add_rows<A>(columns.subspan(from, (w.rows - 1) * from_stride + row_length), from_stride,
+                         dx.subspan(to, (w.rows - 1) * to_stride + row_length), to_stride, w.rows, row_length);
   });
 }
 
