@@ -1,11 +1,25 @@
 // Logs: what a training or evaluation step reports, Keras' logs dict ("loss", "accuracy", ...).
+// Gradients: what compute_gradients reports, the loss and d loss / d weight for each trainable
+// weight (a GradientTape's answer, for custom training loops).
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
+
+#include <mixprec/models/any_tensor.hpp>
 
 namespace mixprec {
 
 using Logs = std::map<std::string, double>;
+
+/// The result of model.compute_gradients(x, y).
+struct Gradients {
+  /// The loss plus the regularization losses: the number train_on_batch would report as "loss".
+  double loss = 0.0;
+  /// One per entry of model.trainable_weights(), in that order: the gradient of `loss` with
+  /// respect to that weight, in the weight's (variable) dtype and with its shape.
+  std::vector<AnyTensor> gradients;
+};
 
 }  // namespace mixprec

@@ -213,6 +213,14 @@ class RuntimeModel {
   Logs train_on_batch(const X& x, const AnyTensor& y) {
     return detail::training_entry<RuntimeModel, std::void_t<X>>::train_on_batch(*this, as_any(x), y);
   }
+  /// A training step's loss and gradients, nothing applied (a GradientTape): gradients[i] is
+  /// d loss / d trainable_weights()[i], in its variable dtype and shape. The forward pass runs in
+  /// training mode (batch statistics, Dropout's mask) but no weight, moving statistic, metric or
+  /// generator changes: two calls give the same result.
+  template <class X = AnyTensor>
+  Gradients compute_gradients(const X& x, const AnyTensor& y) {
+    return detail::training_entry<RuntimeModel, std::void_t<X>>::compute_gradients(*this, as_any(x), y);
+  }
   /// The loss and metrics of a batch in inference mode; nothing changes.
   template <class X = AnyTensor>
   Logs test_on_batch(const X& x, const AnyTensor& y) {

@@ -289,6 +289,15 @@ class Sequential {
     check_labels<L, F...>();
     return detail::training_entry<Sequential, std::void_t<T>>::train_on_batch(*this, x, y);
   }
+  /// A training step's loss and gradients, nothing applied (a GradientTape): gradients[i] is
+  /// d loss / d trainable_weights()[i], in its variable dtype and shape. The forward pass runs in
+  /// training mode (batch statistics, Dropout's mask) but no weight, moving statistic, metric or
+  /// generator changes: two calls give the same result.
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  Gradients compute_gradients(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    check_labels<L, F...>();
+    return detail::training_entry<Sequential, std::void_t<T>>::compute_gradients(*this, x, y);
+  }
   /// The loss and metrics of a batch in inference mode; nothing changes.
   template <class T, std::size_t... E, class L, std::size_t... F>
   Logs test_on_batch(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {

@@ -1,15 +1,16 @@
-// compile(), train_on_batch() and test_on_batch() for both model kinds (Sequential and
-// RuntimeModel): one training step, written once over what both models provide
+// compile(), train_on_batch(), test_on_batch() and compute_gradients() for both model kinds
+// (Sequential and RuntimeModel): one training step, written once over what both models provide
 // (forward_for_training, backward, collect_gradients, finish_step, regularization_loss).
 //
 // A step, in Keras' order: forward pass in training mode (recording) -> the loss in float32 and
-// its gradient with respect to the output, in the output's dtype -> metrics -> backward pass
-// (activation gradients in each layer's compute dtype, weight gradients accumulated in float32
-// and handed over in the variable dtype) -> the optimizer's apply -> the step's end (moving
-// statistics, Dropout's generator). Everything that can reject the step (the inputs, the labels,
-// the metrics, the optimizer's checks) runs before anything is written: a step that throws leaves
-// the weights, the optimizer's slots and iterations, the moving statistics and the metrics as
-// they were.
+// its gradient with respect to the output, in the output's dtype -> backward pass (activation
+// gradients in each layer's compute dtype, weight gradients accumulated in float32 and handed
+// over in the variable dtype) -> metrics -> the optimizer's apply -> the step's end (moving
+// statistics, Dropout's generator). compute_gradients runs the same code up to the backward pass
+// and stops there, returning the loss and the gradients. Everything that can reject the step (the
+// inputs, the labels, the metrics, the optimizer's checks) runs before anything is written: a step
+// that throws leaves the weights, the optimizer's slots and iterations, the moving statistics and
+// the metrics as they were.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,7 @@
 #include <mixprec/models/detail/training_entry.hpp>
 #include <mixprec/models/logs.hpp>
 #include <mixprec/models/runtime_layers.hpp>
+#include <mixprec/models/weights_io.hpp>
 #include <mixprec/training/losses.hpp>
 #include <mixprec/training/metrics.hpp>
 #include <mixprec/training/optimizers.hpp>
@@ -108,24 +110,58 @@ decltype(auto) with_output(const Output& output, F&& f) {
   else return f(output);
 }
 
+/// What a training step and compute_gradients share: the forward pass in training mode
+/// (recording), the loss (plus the regularization losses) and its gradient, the backward pass,
+/// and the (gradient, variable) pairs of the trained weights. Nothing persistent is written here
+/// (the engines keep the step's record until the next one); then(total_loss, output, pairs)
+/// decides what to do with the result, the output still valid.
+template <class Model, class Input, class Then>
+decltype(auto) forward_and_backward(Model& model, const compiled_model& c, const Input& x,
+                                    const losses::targets& targets, Then&& then) {
+  const auto output = model.forward_for_training(x);
+  return with_output(output, [&](auto values) -> decltype(auto) {
+    using T = typename decltype(values)::value_type;
+    value_buffer<T> gradient(values.size());
+    const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient));
+    const double total = static_cast<double>(loss) + model.regularization_loss();
+    model.backward(std::span<const T>(gradient));
+    std::vector<gradient_and_variable> pairs;
+    model.collect_gradients(pairs);
+    return then(total, values, pairs);
+  });
+}
+
 /// One training step (see the top of this file).
 template <class Model, class Input>
 Logs train_step(Model& model, compiled_model& c, const Input& x, const losses::targets& targets) {
-  const auto output = model.forward_for_training(x);
-  return with_output(output, [&](auto values) {
-        using T = typename decltype(values)::value_type;
-        value_buffer<T> gradient(values.size());
-        const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient));
-        std::vector<metrics::Metric> updated = batch_metrics(c, targets, values, model.output_columns());
-        const double total = static_cast<double>(loss) + model.regularization_loss();
-        model.backward(std::span<const T>(gradient));
-        std::vector<gradient_and_variable> pairs;
-        model.collect_gradients(pairs);
-        c.optimizer.apply(pairs);
-        model.finish_step();
-        c.metrics = std::move(updated);
-        return logs_of(total, c.metrics);
-      });
+  return forward_and_backward(model, c, x, targets, [&](double total, auto values, std::vector<gradient_and_variable>& pairs) {
+    std::vector<metrics::Metric> updated = batch_metrics(c, targets, values, model.output_columns());
+    c.optimizer.apply(pairs);
+    model.finish_step();
+    c.metrics = std::move(updated);
+    return logs_of(total, c.metrics);
+  });
+}
+
+/// A training step's loss and gradients with nothing applied: no optimizer step, no moving
+/// statistics, Dropout's generator not advanced (the next call draws the same mask), the metrics
+/// untouched. The gradients are copied out in the variable dtype, shaped as trainable_weights().
+template <class Model, class Input>
+Gradients gradient_step(Model& model, const compiled_model& c, const Input& x, const losses::targets& targets) {
+  return forward_and_backward(model, c, x, targets, [&](double total, auto, std::vector<gradient_and_variable>& pairs) {
+    const std::vector<weight_handle> weights = model.trainable_weights();
+    if (weights.size() != pairs.size())
+      throw std::logic_error("compute_gradients: " + std::to_string(pairs.size()) + " gradients for " +
+                             std::to_string(weights.size()) + " trainable weights.");
+    Gradients result{total, {}};
+    result.gradients.reserve(pairs.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      std::visit([&](const auto& pair) {
+        using V = typename decltype(pair.gradient)::value_type;
+        result.gradients.emplace_back(weights[i].extents, value_buffer<V>(pair.gradient.begin(), pair.gradient.end()));
+      }, pairs[i]);
+    return result;
+  });
 }
 
 /// The loss (with regularization) and metrics of a batch in inference mode.
@@ -163,6 +199,13 @@ struct training_entry<Model, void> {
     return train_step(model, c, x, targets.view);
   }
   template <class T, std::size_t... E, class L, std::size_t... F>
+  static Gradients compute_gradients(Model& model, const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
+    const compiled_model& c = compiled_of(model.compiled_);
+    check_finite_inputs<T>(x.values());
+    const prepared_targets targets = prepare_targets<L>(y.values());
+    return gradient_step(model, c, x, targets.view);
+  }
+  template <class T, std::size_t... E, class L, std::size_t... F>
   static Logs test_on_batch(Model& model, const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
     compiled_model& c = compiled_of(model.compiled_);
     const prepared_targets targets = prepare_targets<L>(y.values());
@@ -176,6 +219,12 @@ struct training_entry<Model, void> {
     x.visit([](auto values) { check_finite_inputs(values); });
     const prepared_targets targets = runtime_targets(model, x, y);
     return train_step(model, c, x, targets.view);
+  }
+  static Gradients compute_gradients(Model& model, const AnyTensor& x, const AnyTensor& y) {
+    const compiled_model& c = compiled_of(model.compiled_);
+    x.visit([](auto values) { check_finite_inputs(values); });
+    const prepared_targets targets = runtime_targets(model, x, y);
+    return gradient_step(model, c, x, targets.view);
   }
   static Logs test_on_batch(Model& model, const AnyTensor& x, const AnyTensor& y) {
     compiled_model& c = compiled_of(model.compiled_);
