@@ -611,10 +611,12 @@ void for_each_loss(F&& f) {
   using softmax = loss_model<activations::softmax>;
   f.template operator()<logits>(mse);
   f.template operator()<logits>(loss_case{"MeanAbsoluteError", losses::MeanAbsoluteError(), target_kind::regression});
-  f.template operator()<logits>(loss_case{"BinaryCrossentropy(from_logits)", losses::BinaryCrossentropy(true), target_kind::binary});
+  f.template operator()<logits>(
+      loss_case{"BinaryCrossentropy(from_logits)", losses::BinaryCrossentropy(true), target_kind::binary});
   f.template operator()<logits>(
       loss_case{"BinaryCrossentropy(from_logits, 0.1)", losses::BinaryCrossentropy(true, 0.1f), target_kind::binary});
-  f.template operator()<sigmoid>(loss_case{"BinaryCrossentropy", losses::BinaryCrossentropy(false), target_kind::binary});
+  f.template operator()<sigmoid>(
+      loss_case{"BinaryCrossentropy", losses::BinaryCrossentropy(false), target_kind::binary});
   f.template operator()<sigmoid>(
       loss_case{"BinaryCrossentropy(0.2)", losses::BinaryCrossentropy(false, 0.2f), target_kind::binary});
   f.template operator()<logits>(
@@ -704,7 +706,9 @@ TEST_CASE_TEMPLATE("compute_gradients changes nothing, and gives what train_on_b
                    policies::mixed_float16) {
   // BatchNormalization (moving statistics) and Dropout (its generator) between two Dense layers.
   using Model = Sequential<P, Input<4>, Dense<6, activations::relu>, BatchNormalization<>, Dropout<>, Dense<3>>;
-  const auto make = [] { return Model(Dense<6, activations::relu>(), BatchNormalization<>(), Dropout<>(0.3, "dropout", 9), Dense<3>()); };
+  const auto make = [] {
+    return Model(Dense<6, activations::relu>(), BatchNormalization<>(), Dropout<>(0.3, "dropout", 9), Dense<3>());
+  };
   Model a = make(), b = make();
   randomize(a, 31);
   copy_weights(a, b);

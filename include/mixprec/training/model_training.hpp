@@ -134,13 +134,14 @@ decltype(auto) forward_and_backward(Model& model, const compiled_model& c, const
 /// One training step (see the top of this file).
 template <class Model, class Input>
 Logs train_step(Model& model, compiled_model& c, const Input& x, const losses::targets& targets) {
-  return forward_and_backward(model, c, x, targets, [&](double total, auto values, std::vector<gradient_and_variable>& pairs) {
+  const auto step = [&](double total, auto values, std::vector<gradient_and_variable>& pairs) {
     std::vector<metrics::Metric> updated = batch_metrics(c, targets, values, model.output_columns());
     c.optimizer.apply(pairs);
     model.finish_step();
     c.metrics = std::move(updated);
     return logs_of(total, c.metrics);
-  });
+  };
+  return forward_and_backward(model, c, x, targets, step);
 }
 
 /// A training step's loss and gradients with nothing applied: no optimizer step, no moving
