@@ -6,7 +6,9 @@
 #   --with-torch  that and PyTorch (python3-torch) itself
 set -euo pipefail
 
-packages=(cmake g++ ninja-build pkgconf libboost-dev libeigen3-dev libhwy-dev doctest-dev nlohmann-json3-dev libbenchmark-dev)
+# zlib1g-dev and dataset-fashion-mnist: the demo trains on Fashion-MNIST (a test runs it briefly).
+packages=(cmake g++ ninja-build pkgconf libboost-dev libeigen3-dev libhwy-dev doctest-dev nlohmann-json3-dev libbenchmark-dev
+          zlib1g-dev dataset-fashion-mnist)
 case "${1:-}" in
   --bench) packages+=(libopenblas0-pthread) ;;
   --with-torch) packages+=(libopenblas0-pthread python3-torch) ;;
