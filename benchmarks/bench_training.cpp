@@ -2,7 +2,8 @@
 // bench_networks.hpp's MLP 784-1024-1024-10 (batch 256) and CNN (batch 64), ending in logits,
 // with Adam(1e-3) and SparseCategoricalCrossentropy(from_logits=true), under float32,
 // mixed_bfloat16 and mixed_float16 on 1 and 2 threads; the RuntimeModel built from the same
-// config (one policy) alone and paired with the Sequential; and the step's phases timed apart.
+// config (one policy) alone and paired with the Sequential; the step's phases timed apart; and
+// each GEMM of a step alone (step_gemm/...), in float32, bfloat16 and float16.
 // benchmarks/torch_training.py runs the same steps in PyTorch.
 //
 // GFLOP/s counts GEMM FLOPs only (bench_networks.hpp's training_step_flops): the forward
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -198,6 +200,42 @@ void BM_step_phases(benchmark::State& state) {
   state.counters["adam_ms"] = median(update);
 }
 
+/// The GEMMs of one step, alone (kernels::gemm, C in float32 as the layers' accumulators): the
+/// forward product, then the backward's weight gradient (x^T dz: A transposed) and input gradient
+/// (dz W^T: B transposed) of each layer; a Conv2D's rows are its im2col rows (batch x output
+/// pixels) and its k the patch (kh kw channels_in).
+struct gemm_shape {
+  const char* name;
+  kernels::transpose ta, tb;
+  std::size_t m, n, k;
+};
+constexpr kernels::transpose N_ = kernels::transpose::no, T_ = kernels::transpose::yes;
+constexpr gemm_shape step_gemm_shapes[] = {
+    {"mlp/dense1_forward", N_, N_, 256, 1024, 784},   {"mlp/dense2_forward", N_, N_, 256, 1024, 1024},
+    {"mlp/dense3_forward", N_, N_, 256, 10, 1024},    {"mlp/dense3_kernel_gradient", T_, N_, 1024, 10, 256},
+    {"mlp/dense3_input_gradient", N_, T_, 256, 1024, 10}, {"mlp/dense2_kernel_gradient", T_, N_, 1024, 1024, 256},
+    {"mlp/dense2_input_gradient", N_, T_, 256, 1024, 1024}, {"mlp/dense1_kernel_gradient", T_, N_, 784, 1024, 256},
+    {"cnn/conv1_forward", N_, N_, 43264, 32, 9},      {"cnn/conv2_forward", N_, N_, 7744, 64, 288},
+    {"cnn/dense1_forward", N_, N_, 64, 128, 1600},    {"cnn/dense2_forward", N_, N_, 64, 10, 128},
+    {"cnn/dense2_kernel_gradient", T_, N_, 128, 10, 64}, {"cnn/dense2_input_gradient", N_, T_, 64, 128, 10},
+    {"cnn/dense1_kernel_gradient", T_, N_, 1600, 128, 64}, {"cnn/dense1_input_gradient", N_, T_, 64, 1600, 128},
+    {"cnn/conv2_kernel_gradient", T_, N_, 288, 64, 7744}, {"cnn/conv2_input_gradient", N_, T_, 7744, 288, 64},
+    {"cnn/conv1_kernel_gradient", T_, N_, 9, 32, 43264},
+};
+
+template <class T>
+void BM_step_gemm(benchmark::State& state, gemm_shape s) {
+  use_threads(state);
+  const std::vector<T> a(s.m * s.k, T(0.5f)), b(s.k * s.n, T(0.25f));
+  std::vector<float> c(s.m * s.n);
+  const std::size_t lda = s.ta == N_ ? s.k : s.m, ldb = s.tb == N_ ? s.n : s.k;
+  for (auto _ : state) {
+    kernels::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k));
+}
+
 /// Threads 1 and 2, milliseconds, wall time; "min" and the default mean/median/stddev for
 /// --benchmark_repetitions.
 void step_settings(benchmark::internal::Benchmark* b) {
@@ -227,5 +265,15 @@ BENCHMARK(BM_step_phases<bench::mlp_logits, policies::mixed_float16>)->Name("ste
 BENCHMARK(BM_step_phases<bench::cnn_logits, policies::float32>)->Name("step_phases/cnn/float32")->Apply(pair_settings);
 BENCHMARK(BM_step_phases<bench::cnn_logits, policies::mixed_bfloat16>)->Name("step_phases/cnn/mixed_bfloat16")->Apply(pair_settings);
 BENCHMARK(BM_step_phases<bench::cnn_logits, policies::mixed_float16>)->Name("step_phases/cnn/mixed_float16")->Apply(pair_settings);
+
+[[maybe_unused]] const bool step_gemms_registered = [] {
+  for (const gemm_shape& s : step_gemm_shapes) {
+    const std::string name = std::string("step_gemm/") + s.name;
+    benchmark::RegisterBenchmark((name + "/float32").c_str(), BM_step_gemm<float>, s)->Apply(step_settings);
+    benchmark::RegisterBenchmark((name + "/bfloat16").c_str(), BM_step_gemm<bfloat16>, s)->Apply(step_settings);
+    benchmark::RegisterBenchmark((name + "/float16").c_str(), BM_step_gemm<float16>, s)->Apply(step_settings);
+  }
+  return true;
+}();
 
 BENCHMARK_MAIN();
