@@ -117,8 +117,13 @@ class AutoCastVariable {
   }
 
  private:
+  /// Re-rounds the compute-dtype copy, in place when it has the value's size (every training
+  /// step: no allocation, and the copy's buffer stays where it was).
   void refresh() {
-    if constexpr (casts) compute_value_ = tensor_cast<C>(value_);
+    if constexpr (casts) {
+      if (compute_value_.size() == value_.size()) convert<V, C>(value_.values(), compute_value_.values());
+      else compute_value_ = tensor_cast<C>(value_);
+    }
   }
   void check_size(std::size_t size, const char* what) const {
     if (size != value_.size())
