@@ -203,15 +203,8 @@ void column_max_backward(std::span<const T> window, std::span<const T> maxima, s
     kernels::detail::column_max_backward_f32(window.data(), maxima.data(), maxima_gradient.data(),
                                              window_gradient.data(), cols, rows, row_length, row_stride);
   } else {
-    for (std::size_t c = 0; c < cols; ++c) {
-      bool routed = false;
-      for (std::size_t r = 0; r < rows && !routed; ++r)
-        for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length && !routed; at += cols)
-          if (kernels::detail::holds_maximum(window[at], maxima[c])) {
-            window_gradient[at] += maxima_gradient[c];
-            routed = true;
-          }
-    }
+    kernels::detail::column_max_backward_rule(window.data(), maxima.data(), maxima_gradient.data(),
+                                              window_gradient.data(), cols, 0, cols, rows, row_length, row_stride);
   }
 }
 

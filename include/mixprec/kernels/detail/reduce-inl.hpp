@@ -228,15 +228,7 @@ void ColumnMaxBackwardF32(const float* x, const float* maxima, const float* dmax
   const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
     ColumnMaxBackwardBlock<decltype(vectors)::value>(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride, c);
   });
-  for (std::size_t j = tail; j < cols; ++j) {
-    bool routed = false;
-    for (std::size_t r = 0; r < rows && !routed; ++r)
-      for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length && !routed; at += cols)
-        if (kernels::detail::holds_maximum(x[at], maxima[j])) {
-          dx[at] += dmaxima[j];
-          routed = true;
-        }
-  }
+  kernels::detail::column_max_backward_rule(x, maxima, dmaxima, dx, cols, tail, cols, rows, row_length, row_stride);
 }
 
 /// Batch normalization's column statistics accumulate in double: one double lane per column,

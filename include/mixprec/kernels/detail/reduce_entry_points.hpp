@@ -79,4 +79,22 @@ bool holds_maximum(T value, T maximum) {
   return value == maximum || (std::isnan(value) && std::isnan(maximum));
 }
 
+/// column_max_backward's rule for columns [first, end): each column's gradient goes to the
+/// first element of the window that holds its maximum. The kernel's scalar tail and the double
+/// path both run it.
+template <class T>
+void column_max_backward_rule(const T* x, const T* maxima, const T* dmaxima, T* dx, std::size_t cols,
+                              std::size_t first, std::size_t end, std::size_t rows, std::size_t row_length,
+                              std::size_t row_stride) {
+  for (std::size_t j = first; j < end; ++j) {
+    bool routed = false;
+    for (std::size_t r = 0; r < rows && !routed; ++r)
+      for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length && !routed; at += cols)
+        if (holds_maximum(x[at], maxima[j])) {
+          dx[at] += dmaxima[j];
+          routed = true;
+        }
+  }
+}
+
 }  // namespace mixprec::kernels::detail
