@@ -33,11 +33,15 @@
 #include <mixprec/runtime.hpp>
 #include <mixprec/training.hpp>
 
+#include "model_weights.hpp"
+
 
 
 namespace gradient_check {
 
 using namespace mixprec;
+using mixprec::test::copy_weights;
+using mixprec::test::weight_bytes;
 
 constexpr std::size_t classes = 3;  // every model below ends in 3 columns
 
@@ -186,18 +190,6 @@ void randomize(Model& model, std::uint64_t seed) {
       else v = gamma ? 1.0 + 0.25 * normal(rng) : 0.2 * normal(rng);
     }
     load(w, values);
-  }
-}
-
-/// Copies every weight (converted to the target's dtype), by path.
-template <class From, class To>
-void copy_weights(From& from, To& to) {
-  auto source = from.weights();
-  auto target = to.weights();
-  REQUIRE(source.size() == target.size());
-  for (std::size_t i = 0; i < source.size(); ++i) {
-    REQUIRE(source[i].path == target[i].path);
-    target[i].load(source[i].dtype, source[i].bytes);
   }
 }
 

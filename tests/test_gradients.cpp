@@ -35,18 +35,6 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel compute the same gradients", P, 
   check_runtime_model<batch_normalization_conv, P>(sparse_logits, 24);
 }
 
-namespace {
-
-/// Every weight's bytes, in order.
-template <class Model>
-std::vector<std::vector<std::byte>> weight_bytes(Model& model) {
-  std::vector<std::vector<std::byte>> result;
-  for (const auto& handle : model.weights()) result.emplace_back(handle.bytes.begin(), handle.bytes.end());
-  return result;
-}
-
-}  // namespace
-
 TEST_CASE_TEMPLATE("compute_gradients changes nothing, and gives what train_on_batch applies", P, policies::float64,
                    policies::mixed_float16) {
   // BatchNormalization (moving statistics) and Dropout (its generator) between two Dense layers.

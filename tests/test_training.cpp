@@ -16,7 +16,11 @@
 #include <mixprec/runtime.hpp>
 #include <mixprec/training.hpp>
 
+#include "model_weights.hpp"
+
 using namespace mixprec;
+using mixprec::test::copy_weights;
+using mixprec::test::weight_bytes;
 
 namespace {
 
@@ -46,26 +50,6 @@ Tensor<T, E...> tensor_of(const std::vector<float>& values) {
   value_buffer<T> converted(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) converted[i] = cast<T>(values[i]);
   return Tensor<T, E...>(std::move(converted));
-}
-
-/// Every weight's bytes, in order, to compare models bit for bit.
-template <class Model>
-std::vector<std::vector<std::byte>> weight_bytes(Model& model) {
-  std::vector<std::vector<std::byte>> result;
-  for (const auto& handle : model.weights()) result.emplace_back(handle.bytes.begin(), handle.bytes.end());
-  return result;
-}
-
-/// Copies every weight of `from` into `to` (same paths and dtypes).
-template <class From, class To>
-void copy_weights(From& from, To& to) {
-  auto source = from.weights();
-  auto target = to.weights();
-  REQUIRE(source.size() == target.size());
-  for (std::size_t i = 0; i < source.size(); ++i) {
-    REQUIRE(source[i].path == target[i].path);
-    target[i].load(source[i].dtype, source[i].bytes);
-  }
 }
 
 template <class P>
