@@ -87,18 +87,23 @@ double milliseconds(F&& f) {
 }
 
 /// The compile-time Sequential's train_on_batch.
+/// Times train_on_batch steps of a model (either kind) after one warm-up step (the step's
+/// buffers, Adam's slots).
+template <class N, class Model, class X, class Y>
+void time_steps(benchmark::State& state, Model& model, const X& x, const Y& y) {
+  compile_for_step(model);
+  model.train_on_batch(x, y);
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, y));
+  set_flops(state, N::step_flops);
+  check_loss(state, model.train_on_batch(x, y));
+}
+
 template <template <class> class Network, class P>
 void BM_sequential_step(benchmark::State& state) {
   using N = network_case<Network>;
   use_threads(state);
   Network<P> model;
-  compile_for_step(model);
-  const auto x = bench::network_input<typename N::input_type>(N::batch);
-  const auto y = labels(N::batch);
-  model.train_on_batch(x, y);  // warm-up: the step's buffers, Adam's slots
-  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, y));
-  set_flops(state, N::step_flops);
-  check_loss(state, model.train_on_batch(x, y));
+  time_steps<N>(state, model, bench::network_input<typename N::input_type>(N::batch), labels(N::batch));
 }
 
 /// The RuntimeModel built from the same Sequential's config.
@@ -107,13 +112,8 @@ void BM_runtime_step(benchmark::State& state) {
   using N = network_case<Network>;
   use_threads(state);
   RuntimeModel model = RuntimeModel::from_config(Network<P>().get_config());
-  compile_for_step(model);
-  const AnyTensor x(bench::network_input<typename N::input_type>(N::batch));
-  const AnyTensor y(labels(N::batch));
-  model.train_on_batch(x, y);
-  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, y));
-  set_flops(state, N::step_flops);
-  check_loss(state, model.train_on_batch(x, y));
+  time_steps<N>(state, model, AnyTensor(bench::network_input<typename N::input_type>(N::batch)),
+                AnyTensor(labels(N::batch)));
 }
 
 /// RuntimeModel against Sequential in pairs: each iteration runs one step of each, back to back,
