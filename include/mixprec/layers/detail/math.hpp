@@ -57,6 +57,18 @@ std::span<T> scratch_buffer(std::size_t n) {
   if (buffer.size() < n) buffer.resize(n);
   return std::span(buffer).first(n);
 }
+/// `values` in S: the span itself when the dtypes agree, else converted (16-bit to float is
+/// exact) into the per-thread buffer of `Purpose`.
+template <class S, class Purpose, class C>
+std::span<const S> widened(std::span<const C> values) {
+  if constexpr (std::is_same_v<C, S>) {
+    return values;
+  } else {
+    const std::span<S> out = scratch_buffer<S, Purpose>(values.size());
+    convert<C, S>(values, out);
+    return out;
+  }
+}
 struct dense_accumulator;
 struct softmax_bias;
 struct softmax_logits;

@@ -72,7 +72,7 @@ struct batch_normalization {
   static void forward(const detail::forward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = widened<C, S, input_buffer>(a.x);
+    const std::span<const S> x = detail::widened<S, input_buffer>(a.x);
     std::vector<S> mean(channels), variance(channels);
     if (a.training && a.trainable) {
       if (x.empty()) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
@@ -123,8 +123,8 @@ struct batch_normalization {
   static void backward(const detail::backward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = widened<C, S, input_buffer>(a.x);
-    const std::span<const S> dy = widened<C, S, output_buffer>(a.dy);
+    const std::span<const S> x = detail::widened<S, input_buffer>(a.x);
+    const std::span<const S> dy = detail::widened<S, output_buffer>(a.dy);
     std::vector<S> mean(channels), inverse_deviation(channels);
     for (std::size_t c = 0; c < channels; ++c) {
       mean[c] = static_cast<S>(a.saved.mean[c]);
@@ -213,18 +213,6 @@ struct batch_normalization {
   struct input_buffer;
   struct output_buffer;
   struct input_gradient_buffer;
-
-  /// values in S: the span itself when C is S, else widened (exactly) into a per-thread buffer.
-  template <class C, class S, class Purpose>
-  static std::span<const S> widened(std::span<const C> values) {
-    if constexpr (std::is_same_v<C, S>) {
-      return values;
-    } else {
-      const std::span<S> out = detail::scratch_buffer<S, Purpose>(values.size());
-      convert<C, S>(values, out);
-      return out;
-    }
-  }
 };
 
 }  // namespace mixprec::layer_kinds

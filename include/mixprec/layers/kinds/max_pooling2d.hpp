@@ -50,14 +50,9 @@ struct max_pooling2d {
       route<C>(a.x, a.y, a.dy, g, a.dx);
     } else {
       // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
-      const auto wide = [](std::span<const C> values, std::span<float> out) {
-        convert<C, float>(values, out);
-        return std::span<const float>(out);
-      };
       const std::span<float> dx = detail::scratch_buffer<float, input_gradient>(a.dx.size());
-      route<float>(wide(a.x, detail::scratch_buffer<float, pool_input>(a.x.size())),
-                   wide(a.y, detail::scratch_buffer<float, pool_output>(a.y.size())),
-                   wide(a.dy, detail::scratch_buffer<float, output_gradient>(a.dy.size())), g, dx);
+      route<float>(detail::widened<float, pool_input>(a.x), detail::widened<float, pool_output>(a.y),
+                   detail::widened<float, output_gradient>(a.dy), g, dx);
       convert<float, C>(dx, a.dx);
     }
   }
