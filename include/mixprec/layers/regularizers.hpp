@@ -26,10 +26,10 @@ struct l1 {
     for (const T& v : w) total = T(total + (v < cast<T>(0) ? T(-v) : v));
     return T(cast<T>(factor) * total);
   }
-  /// gradient += factor * sign(w) (0 at w = 0, as Keras' gradient of |w|), in T.
+  /// gradient += loss_scale * factor * sign(w) (0 at w = 0, as Keras' gradient of |w|), in T.
   template <class T>
-  void add_gradient(std::span<const T> w, std::span<T> gradient) const {
-    const T f = cast<T>(factor), zero = cast<T>(0);
+  void add_gradient(std::span<const T> w, std::span<T> gradient, float loss_scale = 1.0f) const {
+    const T f = T(cast<T>(factor) * cast<T>(loss_scale)), zero = cast<T>(0);
     for (std::size_t i = 0; i < w.size(); ++i)
       gradient[i] = T(gradient[i] + (w[i] > zero ? f : w[i] < zero ? T(-f) : zero));
   }
@@ -44,11 +44,11 @@ struct l2 {
     for (const T& v : w) total = T(total + T(v * v));
     return T(cast<T>(factor) * total);
   }
-  /// gradient += 2 factor w, in T.
+  /// gradient += loss_scale * 2 factor w, in T.
   template <class T>
-  void add_gradient(std::span<const T> w, std::span<T> gradient) const {
-    const T twice = cast<T>(2.0 * factor);
-    for (std::size_t i = 0; i < w.size(); ++i) gradient[i] = T(gradient[i] + T(twice * w[i]));
+  void add_gradient(std::span<const T> w, std::span<T> gradient, float loss_scale = 1.0f) const {
+    const T twice = cast<T>(2.0 * factor), scale = cast<T>(loss_scale);
+    for (std::size_t i = 0; i < w.size(); ++i) gradient[i] = T(gradient[i] + T(T(twice * w[i]) * scale));
   }
 };
 
@@ -61,9 +61,9 @@ struct l1_l2 {
     return T(l1{l1_factor}(w) + l2{l2_factor}(w));
   }
   template <class T>
-  void add_gradient(std::span<const T> w, std::span<T> gradient) const {
-    l1{l1_factor}.add_gradient(w, gradient);
-    l2{l2_factor}.add_gradient(w, gradient);
+  void add_gradient(std::span<const T> w, std::span<T> gradient, float loss_scale = 1.0f) const {
+    l1{l1_factor}.add_gradient(w, gradient, loss_scale);
+    l2{l2_factor}.add_gradient(w, gradient, loss_scale);
   }
 };
 

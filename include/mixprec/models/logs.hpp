@@ -1,4 +1,5 @@
 // Logs: what a training or evaluation step reports, Keras' logs dict ("loss", "accuracy", ...).
+// CompileOptions: compile()'s settings beyond the optimizer, the loss and the metrics.
 // Gradients: what compute_gradients reports, the loss and d loss / d weight for each trainable
 // weight (a GradientTape's answer, for custom training loops).
 #pragma once
@@ -12,6 +13,13 @@
 namespace mixprec {
 
 using Logs = std::map<std::string, double>;
+
+/// compile(optimizer, loss, metrics, options).
+struct CompileOptions {
+  /// Keras 3's auto_scale_loss: a model whose policy asks for loss scaling (it computes in
+  /// float16, or carries a loss scale) gets it unless this is false.
+  bool auto_scale_loss = true;
+};
 
 /// The result of model.compute_gradients(x, y).
 struct Gradients {

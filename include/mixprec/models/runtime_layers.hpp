@@ -87,7 +87,7 @@ class RuntimeLayer {
 
   // A training step (see layer_engine.hpp): forward, recording; backward; the gradients; the end.
   virtual detail::any_span forward_for_training(std::size_t batch, detail::any_span x) = 0;
-  virtual detail::any_span backward(detail::any_span dy, bool want_input_gradient) = 0;
+  virtual detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) = 0;
   virtual void collect_gradients(std::vector<gradient_and_variable>& pairs) = 0;
   virtual void finish_step() = 0;
 
@@ -158,9 +158,10 @@ class runtime_layer_of final : public RuntimeLayer {
   detail::any_span forward_for_training(std::size_t batch, detail::any_span x) override {
     return std::visit([&](auto values) { return detail::any_span(engine_.forward_for_training(batch, values, refs())); }, x);
   }
-  detail::any_span backward(detail::any_span dy, bool want_input_gradient) override {
+  detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) override {
     return std::visit(
-        [&](auto values) { return detail::any_span(engine_.backward(values, refs(), want_input_gradient)); }, dy);
+        [&](auto values) { return detail::any_span(engine_.backward(values, refs(), want_input_gradient, loss_scale)); },
+        dy);
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {
     detail::collect_gradients(engine_, [&](auto f) { for_each_indexed_variable(f); }, pairs);

@@ -38,6 +38,7 @@
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/dtype_policy_map.hpp>
+#include <mixprec/runtime/experimental_policy.hpp>
 #include <mixprec/runtime/global_policy.hpp>
 #include <mixprec/runtime/serialization.hpp>
 
@@ -181,6 +182,15 @@ class RuntimeModel {
     throw std::out_of_range("RuntimeModel '" + name_ + "' has no layer '" + std::string(layer_name) + "'.");
   }
   const std::vector<std::size_t>& input_shape() const { return input_shape_; }
+  /// The model's own policy: the global one when it was built (with the loss scale that
+  /// mixed_precision::experimental::set_policy gave it). compile() reads its loss scale.
+  const mixed_precision::experimental::Policy& dtype_policy() const { return policy_; }
+  /// Whether some layer computes in float16 (and its gradients could underflow).
+  bool computes_in_float16() const {
+    for (const auto& l : layers_)
+      if (l->dtype_policy().compute_dtype() == "float16") return true;
+    return false;
+  }
   const std::vector<std::size_t>& output_shape() const { return output_shape_; }
 
   /// Keras 3's Sequential config; from_config(get_config()) rebuilds the same model.
@@ -203,9 +213,19 @@ class RuntimeModel {
   /// Keras' compile: compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true),
   /// {"accuracy"}). The loss may also be a Keras name ("mse").
   template <class Optimizer, class Loss>
-  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}) {
+  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}, CompileOptions options = {}) {
     detail::training_entry<RuntimeModel, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
-                                                                         std::move(metrics));
+                                                                 std::move(metrics), options);
+  }
+  /// The compiled optimizer that updates the weights (a LossScaleOptimizer's inner one).
+  template <class M = RuntimeModel>
+  decltype(auto) optimizer() {
+    return detail::training_entry<M>::optimizer(*this);
+  }
+  /// The LossScaleOptimizer compile() chose or was given, or nullptr.
+  template <class M = RuntimeModel>
+  auto loss_scale_optimizer() {
+    return detail::training_entry<M>::loss_scale_optimizer(*this);
   }
   /// One training step on a batch; logs["loss"] and one entry per metric, for this batch. y holds
   /// int32 / int64 class ids (one per row) for a sparse loss, else floats shaped like the output.
@@ -245,9 +265,11 @@ class RuntimeModel {
     for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
     return values;
   }
-  /// The backward pass from the gradient of the loss with respect to the output.
-  void backward(detail::any_span output_gradient) {
-    for (std::size_t i = layers_.size(); i-- > 0;) output_gradient = layers_[i]->backward(output_gradient, i != 0);
+  /// The backward pass from the gradient of the loss with respect to the output; that gradient
+  /// is of the loss times loss_scale, and so are the regularizers' gradients added on the way.
+  void backward(detail::any_span output_gradient, float loss_scale = 1.0f) {
+    for (std::size_t i = layers_.size(); i-- > 0;)
+      output_gradient = layers_[i]->backward(output_gradient, i != 0, loss_scale);
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) {
     for (auto& l : layers_) l->collect_gradients(pairs);
@@ -360,6 +382,7 @@ class RuntimeModel {
   friend struct detail::training_entry;
 
   std::string name_;
+  mixed_precision::experimental::Policy policy_ = mixed_precision::experimental::global_policy();
   detail::compiled_slot compiled_;
   std::vector<std::size_t> input_shape_;
   std::vector<std::size_t> output_shape_;

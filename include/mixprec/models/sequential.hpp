@@ -146,6 +146,7 @@ auto operator|(training_pass<D> x, L* layer) {
 template <class D>
 struct backward_pass {
   std::span<const D> gradient;
+  float loss_scale;
 };
 template <class L>
 struct backward_step {
@@ -155,7 +156,7 @@ struct backward_step {
 template <class L, class D>
 auto operator|(backward_step<L> step, backward_pass<D> dy) {
   return backward_pass<typename L::compute_dtype>{
-      step.layer->engine().backward(dy.gradient, step.layer->weight_refs(), !step.first)};
+      step.layer->engine().backward(dy.gradient, step.layer->weight_refs(), !step.first, dy.loss_scale), dy.loss_scale};
 }
 
 /// Instantiated only when a layer cannot be trained: the layer and its position.
@@ -278,9 +279,19 @@ class Sequential {
   /// Keras' compile: compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true),
   /// {"accuracy"}). The loss may also be a Keras name ("mse").
   template <class Optimizer, class Loss>
-  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}) {
+  void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}, CompileOptions options = {}) {
     detail::training_entry<Sequential, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
-                                                                       std::move(metrics));
+                                                                 std::move(metrics), options);
+  }
+  /// The compiled optimizer that updates the weights (a LossScaleOptimizer's inner one).
+  template <class M = Sequential>
+  decltype(auto) optimizer() {
+    return detail::training_entry<M>::optimizer(*this);
+  }
+  /// The LossScaleOptimizer compile() chose or was given, or nullptr.
+  template <class M = Sequential>
+  auto loss_scale_optimizer() {
+    return detail::training_entry<M>::loss_scale_optimizer(*this);
   }
   /// One training step on a batch; logs["loss"] and one entry per metric, for this batch.
   /// y: floating targets shaped like the output, or integer class ids, one per row.
@@ -327,11 +338,12 @@ class Sequential {
       return output;
     }
   }
-  /// The backward pass from the gradient of the loss with respect to the output.
-  void backward(std::span<const typename output_type::dtype> output_gradient) {
+  /// The backward pass from the gradient of the loss with respect to the output; that gradient
+  /// is of the loss times loss_scale, and so are the regularizers' gradients added on the way.
+  void backward(std::span<const typename output_type::dtype> output_gradient, float loss_scale = 1.0f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::backward_step<std::tuple_element_t<I, layer_types>>{&std::get<I>(layers_), I == 0} | ... |
-       detail::backward_pass<typename output_type::dtype>{output_gradient});
+       detail::backward_pass<typename output_type::dtype>{output_gradient, loss_scale});
     }(std::make_index_sequence<layer_count>{});
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) {

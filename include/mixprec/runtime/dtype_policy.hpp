@@ -26,6 +26,7 @@
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/runtime/detail/parse_policy_name.hpp>
 #include <mixprec/runtime/detail/policy_table.hpp>
+#include <mixprec/runtime/loss_scale.hpp>
 
 namespace mixprec {
 
@@ -153,6 +154,9 @@ namespace detail {
 struct global_policy_slot {
   std::mutex mutex;
   DTypePolicy policy{"float32"};  // Keras: floatx()
+  /// The loss scale of an experimental policy set globally (mixed_precision::experimental::
+  /// set_policy): empty when the policy's default ("auto") applies; set_dtype_policy clears it.
+  std::optional<std::optional<mixed_precision::experimental::LossScale>> loss_scale;
 };
 
 /// One slot per program (inline function statics are shared by every translation unit).

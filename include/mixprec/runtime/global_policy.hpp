@@ -36,6 +36,7 @@ inline void set_dtype_policy(const DTypePolicy& policy) {
   auto& slot = detail::global_policy();
   std::lock_guard lock(slot.mutex);
   slot.policy = policy;
+  slot.loss_scale.reset();
 }
 
 inline void set_dtype_policy(std::string_view name) { set_dtype_policy(detail::policy_from_string(name)); }

@@ -11,6 +11,13 @@
 // inputs, the labels, the metrics, the optimizer's checks) runs before anything is written: a step
 // that throws leaves the weights, the optimizer's slots and iterations, the moving statistics and
 // the metrics as they were.
+//
+// Loss scaling: when the compiled optimizer is a LossScaleOptimizer (or has Keras 3's fixed
+// loss_scale_factor), the loss's gradient is computed for the loss times the scale (in float32,
+// before it is rounded to the output's dtype) and so are the regularizers' gradients; the
+// optimizer unscales. A skipped step (non-finite gradients) also leaves the moving statistics and
+// Dropout's generator as they were. The logs then hold "loss_scale" (the scale this step used)
+// and "skipped" (1 or 0); "loss" is always the unscaled loss.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -34,6 +42,9 @@
 #include <mixprec/models/logs.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/experimental_policy.hpp>
+#include <mixprec/runtime/loss_scale.hpp>
+#include <mixprec/training/loss_scale_optimizer.hpp>
 #include <mixprec/training/losses.hpp>
 #include <mixprec/training/metrics.hpp>
 #include <mixprec/training/optimizers.hpp>
@@ -42,11 +53,68 @@ namespace mixprec::detail {
 
 /// What compile() leaves in a model.
 struct compiled_model final : compiled_state {
-  compiled_model(optimizers::Optimizer o, losses::Loss l) : optimizer(std::move(o)), loss(std::move(l)) {}
-  optimizers::Optimizer optimizer;
+  using any_optimizer = std::variant<optimizers::Optimizer, optimizers::LossScaleOptimizer>;
+  compiled_model(any_optimizer o, losses::Loss l) : optimizer(std::move(o)), loss(std::move(l)) {}
+  any_optimizer optimizer;
   losses::Loss loss;
   std::vector<metrics::Metric> metrics;
+
+  /// The optimizer that updates the weights (a LossScaleOptimizer's inner one).
+  optimizers::Optimizer& updating_optimizer() {
+    if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->inner_optimizer();
+    return std::get<optimizers::Optimizer>(optimizer);
+  }
+  /// The scale this step multiplies the loss by, if the loss is scaled.
+  std::optional<float> loss_scale() const {
+    if (const auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->dynamic_scale();
+    if (const auto factor = std::get<optimizers::Optimizer>(optimizer).settings().loss_scale_factor)
+      return static_cast<float>(*factor);
+    return std::nullopt;
+  }
+  /// Applies one step's gradients; false when a LossScaleOptimizer skipped them.
+  bool apply(std::span<const gradient_and_variable> pairs) {
+    if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->apply(pairs);
+    std::get<optimizers::Optimizer>(optimizer).apply(pairs);
+    return true;
+  }
 };
+
+/// What compile() gives a model whose policy asks for loss scaling and an optimizer that does
+/// not scale yet: a LossScaleOptimizer for a dynamic scale, loss_scale_factor for a fixed one.
+inline compiled_model::any_optimizer with_loss_scale(optimizers::Optimizer optimizer,
+                                                     const std::optional<mixed_precision::experimental::LossScale>& scale) {
+  if (!scale || optimizer.settings().loss_scale_factor) return optimizer;
+  if (const auto* fixed = std::get_if<mixed_precision::experimental::FixedLossScale>(&*scale)) {
+    optimizer.set_loss_scale_factor((*fixed)());
+    return optimizer;
+  }
+  return optimizers::LossScaleOptimizer(std::move(optimizer), std::get<mixed_precision::experimental::DynamicLossScale>(*scale));
+}
+
+/// The loss scale a model's policy asks for. A compile-time Sequential: what its policy type
+/// names (loss_scale_of), or dynamic if any layer computes in float16. A RuntimeModel: its
+/// policy's explicit loss scale (an experimental Policy's), else dynamic if any layer computes
+/// in float16.
+template <class Model>
+std::optional<mixed_precision::experimental::LossScale> policy_loss_scale(const Model& model) {
+  using mixed_precision::experimental::DynamicLossScale;
+  using mixed_precision::experimental::FixedLossScale;
+  if constexpr (requires { typename Model::policy; typename Model::layer_types; }) {
+    using named = loss_scale_of<typename Model::policy>;
+    constexpr bool any_float16 = []<class... L>(std::tuple<L...>*) {
+      return (std::is_same_v<typename L::compute_dtype, float16> || ...);
+    }(static_cast<typename Model::layer_types*>(nullptr));
+    if constexpr (requires { named::value; }) return FixedLossScale(named::value);
+    else if constexpr (requires { named::growth_steps; }) return DynamicLossScale(named::initial_scale, named::growth_steps);
+    else if constexpr (requires { typename Model::policy::loss_scale; } || !any_float16) return std::nullopt;
+    else return DynamicLossScale();
+  } else {
+    const auto& policy = model.dtype_policy();
+    if (!policy.using_default_loss_scale()) return policy.loss_scale();
+    if (model.computes_in_float16()) return DynamicLossScale();
+    return std::nullopt;
+  }
+}
 
 /// Labels as the loss reads them: class ids as they are, floating targets in float32 (Keras
 /// casts y_true to float32).
@@ -117,14 +185,14 @@ decltype(auto) with_output(const Output& output, F&& f) {
 /// decides what to do with the result, the output still valid.
 template <class Model, class Input, class Then>
 decltype(auto) forward_and_backward(Model& model, const compiled_model& c, const Input& x,
-                                    const losses::targets& targets, Then&& then) {
+                                    const losses::targets& targets, float loss_scale, Then&& then) {
   const auto output = model.forward_for_training(x);
   return with_output(output, [&](auto values) -> decltype(auto) {
     using T = typename decltype(values)::value_type;
     value_buffer<T> gradient(values.size());
-    const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient));
+    const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient), loss_scale);
     const double total = static_cast<double>(loss) + model.regularization_loss();
-    model.backward(std::span<const T>(gradient));
+    model.backward(std::span<const T>(gradient), loss_scale);
     std::vector<gradient_and_variable> pairs;
     model.collect_gradients(pairs);
     return then(total, values, pairs);
@@ -134,22 +202,29 @@ decltype(auto) forward_and_backward(Model& model, const compiled_model& c, const
 /// One training step (see the top of this file).
 template <class Model, class Input>
 Logs train_step(Model& model, compiled_model& c, const Input& x, const losses::targets& targets) {
+  const std::optional<float> loss_scale = c.loss_scale();
   const auto step = [&](double total, auto values, std::vector<gradient_and_variable>& pairs) {
     std::vector<metrics::Metric> updated = batch_metrics(c, targets, values, model.output_columns());
-    c.optimizer.apply(pairs);
-    model.finish_step();
+    const bool applied = c.apply(pairs);
+    if (applied) model.finish_step();
     c.metrics = std::move(updated);
-    return logs_of(total, c.metrics);
+    Logs logs = logs_of(total, c.metrics);
+    if (loss_scale) {
+      logs["loss_scale"] = *loss_scale;
+      logs["skipped"] = applied ? 0.0 : 1.0;
+    }
+    return logs;
   };
-  return forward_and_backward(model, c, x, targets, step);
+  return forward_and_backward(model, c, x, targets, loss_scale.value_or(1.0f), step);
 }
 
 /// A training step's loss and gradients with nothing applied: no optimizer step, no moving
 /// statistics, Dropout's generator not advanced (the next call draws the same mask), the metrics
-/// untouched. The gradients are copied out in the variable dtype, shaped as trainable_weights().
+/// untouched. The gradients are copied out in the variable dtype, shaped as trainable_weights(),
+/// and are those of the loss itself: no loss scaling (a custom loop scales, if it wants to).
 template <class Model, class Input>
 Gradients gradient_step(Model& model, const compiled_model& c, const Input& x, const losses::targets& targets) {
-  return forward_and_backward(model, c, x, targets, [&](double total, auto, std::vector<gradient_and_variable>& pairs) {
+  return forward_and_backward(model, c, x, targets, 1.0f, [&](double total, auto, std::vector<gradient_and_variable>& pairs) {
     const std::vector<weight_handle> weights = model.trainable_weights();
     if (weights.size() != pairs.size())
       throw std::logic_error("compute_gradients: " + std::to_string(pairs.size()) + " gradients for " +
@@ -177,18 +252,31 @@ Logs test_step(Model& model, compiled_model& c, std::span<const T> output, const
 template <class Model>
 struct training_entry<Model, void> {
   template <class Optimizer, class Loss>
-  static void compile(Model& model, Optimizer optimizer, Loss loss, const std::vector<std::string>& metric_names) {
-    static_assert(std::is_base_of_v<optimizers::Optimizer, Optimizer>,
-                  "compile(optimizer, loss, metrics): the optimizer is optimizers::SGD, Adam or AdamW.");
+  static void compile(Model& model, Optimizer optimizer, Loss loss, const std::vector<std::string>& metric_names,
+                      const CompileOptions& options) {
+    static_assert(std::is_base_of_v<optimizers::Optimizer, Optimizer> ||
+                      std::is_same_v<optimizers::LossScaleOptimizer, Optimizer>,
+                  "compile(optimizer, loss, metrics): the optimizer is optimizers::SGD, Adam, AdamW or a "
+                  "LossScaleOptimizer around one of them.");
     static_assert(std::is_base_of_v<losses::Loss, Loss> || std::is_convertible_v<Loss, std::string_view>,
                   "compile(optimizer, loss, metrics): the loss is a losses::... object or a Keras loss name.");
     losses::Loss resolved = [&] {
       if constexpr (std::is_base_of_v<losses::Loss, Loss>) return losses::Loss(loss);
       else return losses::get(std::string_view(loss));
     }();
-    auto state = std::make_unique<compiled_model>(std::move(optimizer), resolved);
+    compiled_model::any_optimizer chosen = [&]() -> compiled_model::any_optimizer {
+      if constexpr (std::is_same_v<optimizers::LossScaleOptimizer, Optimizer>) return std::move(optimizer);
+      else if (!options.auto_scale_loss) return optimizers::Optimizer(std::move(optimizer));
+      else return with_loss_scale(std::move(optimizer), policy_loss_scale(model));
+    }();
+    auto state = std::make_unique<compiled_model>(std::move(chosen), resolved);
     for (const std::string& name : metric_names) state->metrics.push_back(metrics::get(name, resolved));
     model.compiled_.state = std::move(state);
+  }
+
+  static optimizers::Optimizer& optimizer(Model& model) { return compiled_of(model.compiled_).updating_optimizer(); }
+  static optimizers::LossScaleOptimizer* loss_scale_optimizer(Model& model) {
+    return std::get_if<optimizers::LossScaleOptimizer>(&compiled_of(model.compiled_).optimizer);
   }
 
   /// Sequential: typed tensors (their shapes checked by the compiler).

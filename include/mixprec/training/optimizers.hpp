@@ -69,6 +69,11 @@ class Optimizer {
   /// The rate the next apply() uses.
   float current_learning_rate() const { return learning_rate_.at(iterations_); }
   const options& settings() const { return options_; }
+  /// Keras 3's fixed loss scaling (compile() sets it for a policy with a FixedLossScale).
+  void set_loss_scale_factor(double factor) {
+    check_loss_scale_factor(factor);
+    options_.loss_scale_factor = factor;
+  }
 
   /// One update of every variable (see the top of this file). The variables must come in the
   /// same order, sizes and dtypes at every call: the first call creates the slots for them.
@@ -178,10 +183,7 @@ class Optimizer {
                                       std::pair{options_.weight_decay, "weight_decay"}})
       if (value && !(*value >= 0.0 && std::isfinite(static_cast<float>(*value))))
         throw std::invalid_argument(owner + ": `" + name + "` must be a finite number >= 0. Received: " + name + "=" + text(value));
-    if (options_.loss_scale_factor &&
-        !(*options_.loss_scale_factor > 0.0 && std::isfinite(static_cast<float>(*options_.loss_scale_factor))))
-      throw std::invalid_argument(owner + ": `loss_scale_factor` must be a finite number > 0. Received: loss_scale_factor=" +
-                                  text(options_.loss_scale_factor));
+    if (options_.loss_scale_factor) check_loss_scale_factor(*options_.loss_scale_factor);
   }
   void set_sgd(double momentum, bool nesterov) {
     if (!(momentum >= 0.0 && momentum <= 1.0))
@@ -207,6 +209,13 @@ class Optimizer {
   static constexpr std::string_view class_names[] = {"SGD", "Adam", "AdamW"};
   static constexpr std::string_view default_names[] = {"SGD", "adam", "adamw"};
   using slot_buffer = std::variant<std::vector<float>, std::vector<bfloat16>, std::vector<float16>, std::vector<double>>;
+
+  void check_loss_scale_factor(double factor) const {
+    if (!(factor > 0.0 && std::isfinite(static_cast<float>(factor))))
+      throw std::invalid_argument(std::string(class_name()) +
+                                  ": `loss_scale_factor` must be a finite number > 0. Received: loss_scale_factor=" +
+                                  text(factor));
+  }
 
   static std::string text(std::optional<double> value) {
     return value ? mixprec::detail::number_text(*value) : "None";

@@ -103,9 +103,11 @@ class layer_engine {
 
   /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
   /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
-  /// every trained weight (regularizers' gradients added in V) and returns dx in C, if wanted.
+  /// every trained weight (regularizers' gradients added in V, times the loss scale that dy
+  /// carries) and returns dx in C, if wanted.
   template <class D>
-  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient) {
+  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient,
+                              float loss_scale = 1.0f) {
     std::span<const C> dy_c;
     if constexpr (std::is_same_v<D, C>) {
       dy_c = dy;
@@ -127,7 +129,7 @@ class layer_engine {
                                                             trainable_});
     for (std::size_t i = 0; i < specs_.size(); ++i)
       if (trains(i) && specs_[i].regularizer)
-        std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i]); },
+        std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },
                    *specs_[i].regularizer);
     return input_gradient_;
   }
