@@ -20,3 +20,6 @@ if(NOT TARGET mixprec_hwy)
     target_link_libraries(mixprec_hwy INTERFACE PkgConfig::MIXPREC_LIBHWY)
   endif()
 endif()
+
+# zlib (zlib1g-dev): only mixprec::datasets needs it, so it is looked for without being required.
+find_package(ZLIB QUIET)

@@ -7,10 +7,7 @@
 //
 // --limit N trains on the first N training images only (a quick run). mixed_float16 trains
 // without loss scaling here: the loss-scale optimizer is the next step of the training floor.
-#include <zlib.h>
-
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include <mixprec/datasets.hpp>
 #include <mixprec/layers.hpp>
 #include <mixprec/models.hpp>
 #include <mixprec/training.hpp>
@@ -32,65 +30,30 @@ namespace {
 
 constexpr std::size_t pixels = 28 * 28;
 
-/// The bytes of a gzip-compressed file.
-std::vector<unsigned char> read_gzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file)
-    throw std::runtime_error("cannot open " + path +
-                             " (Fashion-MNIST comes with Debian's dataset-fashion-mnist; scripts/install-deps.sh installs it)");
-  std::vector<unsigned char> bytes;
-  std::array<unsigned char, 1 << 16> chunk;
-  int n = 0;
-  while ((n = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0)
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
-  const bool failed = n < 0;
-  gzclose(file);
-  if (failed) throw std::runtime_error(path + ": not a readable gzip file");
-  return bytes;
-}
-
-std::uint32_t big_endian(const std::vector<unsigned char>& bytes, std::size_t at) {
-  return (std::uint32_t{bytes[at]} << 24) | (std::uint32_t{bytes[at + 1]} << 16) | (std::uint32_t{bytes[at + 2]} << 8) |
-         std::uint32_t{bytes[at + 3]};
-}
-
-/// An IDX file's payload after checking its magic number and extents: `magic` 0x803 for
-/// images (n x 28 x 28), 0x801 for labels (n).
-std::vector<unsigned char> read_idx(const std::string& path, std::uint32_t magic, std::size_t& count) {
-  const std::vector<unsigned char> bytes = read_gzip(path);
-  const std::size_t header = magic == 0x803 ? 16 : 8;
-  if (bytes.size() < header || big_endian(bytes, 0) != magic) throw std::runtime_error(path + ": not an IDX file of the expected kind");
-  count = big_endian(bytes, 4);
-  const std::size_t item = magic == 0x803 ? pixels : 1;
-  if (magic == 0x803 && (big_endian(bytes, 8) != 28 || big_endian(bytes, 12) != 28))
-    throw std::runtime_error(path + ": images are not 28 x 28");
-  if (bytes.size() != header + count * item) throw std::runtime_error(path + ": truncated");
-  return {bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end()};
-}
-
 struct split {
-  std::vector<float> images;          // n x 784, scaled to [0, 1]
-  std::vector<std::int32_t> labels;   // n class ids in [0, 10)
-  std::size_t size() const { return labels.size(); }
+  Tensor<float, dynamic, 784> images;   // n x 784, scaled to [0, 1]
+  Tensor<std::uint8_t, dynamic> labels;  // n class ids in [0, 10)
+  std::size_t size() const { return labels.batch(); }
 };
 
-split load(const std::string& dir, const std::string& prefix, std::size_t limit) {
-  std::size_t n_images = 0, n_labels = 0;
-  const auto images = read_idx(dir + "/" + prefix + "-images-idx3-ubyte.gz", 0x803, n_images);
-  const auto labels = read_idx(dir + "/" + prefix + "-labels-idx1-ubyte.gz", 0x801, n_labels);
-  if (n_images != n_labels) throw std::runtime_error(prefix + ": " + std::to_string(n_images) + " images but " + std::to_string(n_labels) + " labels");
-  const std::size_t n = std::min(n_images, limit);
-  split s;
-  s.images.resize(n * pixels);
-  for (std::size_t i = 0; i < n * pixels; ++i) s.images[i] = static_cast<float>(images[i]) / 255.0f;
-  s.labels.assign(labels.begin(), labels.begin() + static_cast<std::ptrdiff_t>(n));
-  return s;
+/// The first `limit` examples of a split, as the MLP takes them.
+split first(datasets::fashion_mnist::Data&& data, std::size_t limit) {
+  const std::size_t n = std::min(data.size(), limit);
+  if (n < data.size()) {
+    auto images = std::move(data.x).release_values();
+    auto labels = std::move(data.y).release_values();
+    images.resize(n * pixels);
+    labels.resize(n);
+    data.x = datasets::fashion_mnist::Images(std::move(images));
+    data.y = datasets::fashion_mnist::Labels(std::move(labels));
+  }
+  return {datasets::scaled<784>(data.x), std::move(data.y)};
 }
 
 struct options {
   std::string policy = "mixed_bfloat16";
   std::size_t epochs = 10, batch_size = 128, limit = 60000;
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string data = datasets::fashion_mnist::default_directory.string();
 };
 
 options parse(int argc, char** argv) {
@@ -133,7 +96,7 @@ std::pair<Tensor<float, dynamic, 784>, Tensor<std::int32_t, dynamic>> batch_of(c
   std::vector<std::int32_t> y(count);
   for (std::size_t r = 0; r < count; ++r) {
     const std::size_t row = order[first + r];
-    std::copy_n(s.images.begin() + static_cast<std::ptrdiff_t>(row * pixels), pixels, x.begin() + static_cast<std::ptrdiff_t>(r * pixels));
+    std::copy_n(s.images.row(row).begin(), pixels, x.begin() + static_cast<std::ptrdiff_t>(r * pixels));
     y[r] = s.labels[row];
   }
   return {Tensor<float, dynamic, 784>(std::move(x)), Tensor<std::int32_t, dynamic>(y)};
@@ -182,7 +145,8 @@ void train(const options& o, const split& train_set, const split& test_set) {
 int main(int argc, char** argv) {
   try {
     const options o = parse(argc, argv);
-    const split train_set = load(o.data, "train", o.limit), test_set = load(o.data, "t10k", 10000);
+    auto [train_data, test_data] = datasets::fashion_mnist::load_data(o.data);
+    const split train_set = first(std::move(train_data), o.limit), test_set = first(std::move(test_data), 10000);
     if (o.policy == "float32") train<policies::float32>(o, train_set, test_set);
     else if (o.policy == "mixed_float16") train<policies::mixed_float16>(o, train_set, test_set);
     else train<policies::mixed_bfloat16>(o, train_set, test_set);

@@ -6,6 +6,7 @@
 
 #ifdef MIXPREC_CONSUMER_OTHER_TU
 bool converts_in_other_tu();
+bool datasets_in_other_tu();
 #endif
 
 int main() {
@@ -18,7 +19,7 @@ int main() {
   mixprec::convert<float, mixprec::bfloat16>(x, y);
   ok = ok && y[1].to_bits() == 0x3F81;
 #ifdef MIXPREC_CONSUMER_OTHER_TU
-  ok = ok && converts_in_other_tu();
+  ok = ok && converts_in_other_tu() && datasets_in_other_tu();
 #endif
   std::printf("consumer: policy %.*s, kernels on %s: %s\n", static_cast<int>(name.size()), name.data(),
               mixprec::kernels::active_target().c_str(), ok ? "ok" : "WRONG");
