@@ -146,7 +146,7 @@ TEST_CASE("loss scale identifiers") {
             R"({"class_name": "FixedLossScale", "config": {"loss_scale_value": 8}})")))() == 8.0f);
   for (const char* bad : {R"("static")", "true", "[1]", R"({"class_name": "LossScale", "config": {}})"})
     CHECK_THROWS_WITH_AS(get(nlohmann::json::parse(bad)),
-                         doctest::Contains(("Could not interpret loss scale identifier: " + std::string(bad)).c_str()),
+                         doctest::Contains(("Could not interpret loss scale identifier: " + nlohmann::json::parse(bad).dump()).c_str()),
                          std::invalid_argument);
   CHECK_THROWS_WITH_AS(get(nlohmann::json::parse(R"({"class_name": "DynamicLossScale", "config": {"period": 3}})")),
                        doctest::Contains("unknown config key 'period'"), std::invalid_argument);
@@ -269,15 +269,20 @@ TEST_CASE("LossScaleOptimizer: skipped steps at the minimum scale end in a clear
   variable w{{1.0f}, {std::numeric_limits<float>::quiet_NaN()}};
   CHECK_FALSE(opt.apply({w.pair()}));  // 4 -> 2
   CHECK_FALSE(opt.apply({w.pair()}));  // 2 -> 1
-  CHECK_FALSE(opt.apply({w.pair()}));  // at 1: the first skip at the minimum... counted in a row: 3
+  CHECK_FALSE(opt.apply({w.pair()}));  // skipped at the minimum: 1
+  CHECK_FALSE(opt.apply({w.pair()}));  // 2
   CHECK(opt.dynamic_scale() == 1.0f);
+  CHECK(opt.consecutive_skipped_steps() == 4);
+  CHECK(opt.consecutive_skipped_steps_at_minimum() == 2);
   const auto attempted = opt.attempted_steps();
+  const auto state = opt.state();
   w.gradient = {std::numeric_limits<float>::infinity()};
   CHECK_THROWS_WITH_AS(opt.apply({w.pair()}),
-                       doctest::Contains("4 training steps in a row had non-finite (inf or NaN) gradients with the loss "
+                       doctest::Contains("3 training steps in a row had non-finite (inf or NaN) gradients with the loss "
                                          "scale at its minimum (1)"),
                        std::runtime_error);
   CHECK(opt.attempted_steps() == attempted);
+  CHECK(opt.state() == state);
   CHECK(w.value == std::vector<float>{1.0f});
   CHECK(opt.inner_optimizer().iterations() == 0);
   // 0 turns the error off.
@@ -318,10 +323,19 @@ TEST_CASE("LossScaleOptimizer: config round trip, state, and its errors") {
   running.apply({w.pair()});
   w.gradient = {1.0f};
   running.apply({w.pair()});
-  CHECK(running.state().dump() == R"({"scale":8.0,"good_steps":1,"attempted_steps":3,"consecutive_skipped_steps":0})");
+  CHECK(running.state().dump() ==
+        R"({"scale":8.0,"good_steps":1,"attempted_steps":3,"consecutive_skipped_steps":0,"consecutive_skipped_steps_at_minimum":0})");
   optimizers::LossScaleOptimizer restored(optimizers::SGD(0.1), 16.0, 4);
-  CHECK_THROWS_WITH_AS(restored.restore_state(running.state()), doctest::Contains("do not fit 0 applied"),
-                       std::invalid_argument);  // the inner optimizer's iterations come first
+  restored.restore_state(running.state());
+  CHECK(restored.state() == running.state());
+  nlohmann::json bad = running.state();
+  bad["consecutive_skipped_steps"] = 4;
+  CHECK_THROWS_WITH_AS(restored.restore_state(bad), doctest::Contains("do not fit 0 applied"), std::invalid_argument);
+  bad = running.state();
+  bad["good_steps"] = 4;
+  CHECK_THROWS_WITH_AS(restored.restore_state(bad), doctest::Contains("cannot restore scale 8 with 4 good steps"),
+                       std::invalid_argument);
+  CHECK(restored.state() == running.state());
 }
 
 TEST_CASE("compile() chooses loss scaling from the model's policy") {
@@ -391,7 +405,7 @@ TEST_CASE("compile() chooses loss scaling from the model's policy") {
   CHECK(runtime_auto.loss_scale_optimizer() != nullptr);
   CHECK(runtime_bf16.loss_scale_optimizer() == nullptr);
   // A float32 model whose layers compute in float16 (a DTypePolicyMap, a config) scales too.
-  RuntimeModel mixed_layers({4}, {layer_configs::dense(3, "linear", true, "mixed_float16")});
+  RuntimeModel mixed_layers({4}, {layer_configs::dense(3, "linear", "mixed_float16")});
   mixed_layers.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
   CHECK(mixed_layers.loss_scale_optimizer() != nullptr);
 }
@@ -407,15 +421,17 @@ TEST_CASE("train_on_batch with loss scaling: logs, the unscaled loss, growth, an
                   losses::SparseCategoricalCrossentropy(true), {"accuracy"});
   reference.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
   const std::vector<float> expected_scales{256, 256, 256, 512, 512, 512, 1024};
-  for (float expected : expected_scales) {
+  for (std::size_t step = 0; step < expected_scales.size(); ++step) {
     const Logs a = compiled.train_on_batch(inputs(), labels());
     const Logs b = runtime.train_on_batch(AnyTensor(inputs()), AnyTensor(labels()));
-    const Logs plain = reference.test_on_batch(inputs(), labels());
-    reference.train_on_batch(inputs(), labels());
+    const Logs plain = reference.train_on_batch(inputs(), labels());
     CHECK(a == b);
-    CHECK(a.at("loss_scale") == expected);
+    CHECK(a.at("loss_scale") == expected_scales[step]);
     CHECK(a.at("skipped") == 0.0);
-    CHECK(a.at("loss") == doctest::Approx(plain.at("loss")).epsilon(0.02));  // unscaled (the reference differs by rounding)
+    // The unscaled loss: from the same weights, the very value of an unscaled step; later the
+    // weights differ by the roundings of the unscaled float16 gradients.
+    if (step == 0) CHECK(a.at("loss") == plain.at("loss"));
+    else CHECK(a.at("loss") == doctest::Approx(plain.at("loss")).epsilon(0.05));
     CHECK(a.size() == 4);
   }
   CHECK(weight_bytes(compiled) == weight_bytes(runtime));
@@ -511,5 +527,5 @@ TEST_CASE("without loss scaling float16 gradients underflow; with it training go
                                                        << "; zero kernel gradients without scaling: "
                                                        << 100.0 * zero_fraction(unscaled) << "%");
   CHECK(zero_fraction(unscaled) > 0.9);
-  CHECK(scaled_loss < 0.01 * unscaled_loss);
+  CHECK(scaled_loss < 0.1 * unscaled_loss);
 }

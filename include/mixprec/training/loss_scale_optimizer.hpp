@@ -14,8 +14,9 @@
 //               bit-identical; the scale halves (not below minimum_scale) and the count restarts.
 // Two counts: iterations() is the number of APPLIED updates (the inner optimizer's, which
 // learning-rate schedules read), attempted_steps() counts skipped steps too.
-// A model stuck at the minimum scale trains on nothing: after max_skipped_steps_at_minimum
-// consecutive skipped steps there, apply() throws (changing nothing) with what to try.
+// A model stuck at the minimum scale trains on nothing: when max_skipped_steps_at_minimum steps in
+// a row are skipped with the scale already at its minimum, the last apply() throws (changing
+// nothing) and says what to try.
 //
 // Fixed loss scaling is the inner optimizer's loss_scale_factor (Keras 3), never a skipped step.
 // A compile-time policy may name its loss scale: loss_scales::dynamic<>, loss_scales::fixed<V>,
@@ -123,8 +124,9 @@ class LossScaleOptimizer {
   /// Steps seen, applied or skipped.
   std::int64_t attempted_steps() const { return attempted_; }
   std::int64_t skipped_steps() const { return attempted_ - inner_.iterations(); }
-  /// Skipped steps in a row (0 after an applied one).
+  /// Skipped steps in a row (0 after an applied one), and how many of them used the minimum scale.
   std::int64_t consecutive_skipped_steps() const { return consecutive_skips_; }
+  std::int64_t consecutive_skipped_steps_at_minimum() const { return skips_at_minimum_; }
 
   /// One step with gradients of the SCALED loss (they are unscaled in place). Returns whether
   /// the inner optimizer applied them (false: the step was skipped).
@@ -133,11 +135,12 @@ class LossScaleOptimizer {
     bool finite = true;
     for (const auto& pair : pairs)
       std::visit([&](const auto& p) { finite = unscale_and_check_finite(p.gradient, inverse) && finite; }, pair);
+    const bool at_minimum = scale_.at_minimum();
     if (finite) {
       inner_.apply(pairs);  // checks everything before it writes; throws with nothing changed
-    } else if (max_skips_ > 0 && scale_.at_minimum() && consecutive_skips_ + 1 >= max_skips_) {
+    } else if (max_skips_ > 0 && at_minimum && skips_at_minimum_ + 1 >= max_skips_) {
       throw std::runtime_error(
-          "LossScaleOptimizer: " + std::to_string(consecutive_skips_ + 1) +
+          "LossScaleOptimizer: " + std::to_string(skips_at_minimum_ + 1) +
           " training steps in a row had non-finite (inf or NaN) gradients with the loss scale at its minimum (" +
           mixprec::detail::number_text(scale_()) +
           "), so the model has stopped learning: lowering the scale cannot help any more. The training has probably "
@@ -148,24 +151,30 @@ class LossScaleOptimizer {
     scale_.update(finite);
     ++attempted_;
     consecutive_skips_ = finite ? 0 : consecutive_skips_ + 1;
+    skips_at_minimum_ = finite ? 0 : skips_at_minimum_ + (at_minimum ? 1 : 0);
     return finite;
   }
   bool apply(std::initializer_list<gradient_and_variable> pairs) { return apply(std::span<const gradient_and_variable>(pairs)); }
 
   /// The scale's state, for checkpoints: {"scale", "good_steps", "attempted_steps",
-  /// "consecutive_skipped_steps"}.
+  /// "consecutive_skipped_steps", "consecutive_skipped_steps_at_minimum"}.
   nlohmann::ordered_json state() const {
-    return {{"scale", scale_()}, {"good_steps", scale_.num_good_steps()}, {"attempted_steps", attempted_},
-            {"consecutive_skipped_steps", consecutive_skips_}};
+    return {{"scale", scale_()},
+            {"good_steps", scale_.num_good_steps()},
+            {"attempted_steps", attempted_},
+            {"consecutive_skipped_steps", consecutive_skips_},
+            {"consecutive_skipped_steps_at_minimum", skips_at_minimum_}};
   }
   /// Restores state() (after the inner optimizer's iterations have been restored).
   void restore_state(const nlohmann::json& state) {
     mixprec::detail::config_reader c(state, "LossScaleOptimizer state");
     const double scale = c.number("scale");
     const std::int64_t good = c.integer("good_steps"), attempted = c.integer("attempted_steps"),
-                       skips = c.integer("consecutive_skipped_steps");
+                       skips = c.integer("consecutive_skipped_steps"),
+                       skips_at_minimum = c.integer("consecutive_skipped_steps_at_minimum");
     c.finish();
-    if (attempted < inner_.iterations() || skips < 0 || skips > attempted - inner_.iterations())
+    if (attempted < inner_.iterations() || skips < 0 || skips > attempted - inner_.iterations() ||
+        skips_at_minimum < 0 || skips_at_minimum > skips)
       throw std::invalid_argument("LossScaleOptimizer state: " + std::to_string(attempted) + " attempted steps and " +
                                   std::to_string(skips) + " skipped in a row do not fit " +
                                   std::to_string(inner_.iterations()) + " applied.");
@@ -174,6 +183,7 @@ class LossScaleOptimizer {
     scale_ = restored;
     attempted_ = attempted;
     consecutive_skips_ = skips;
+    skips_at_minimum_ = skips_at_minimum;
   }
 
   /// Keras 3's config: the inner optimizer serialized, initial_scale, dynamic_growth_steps;
@@ -217,6 +227,7 @@ class LossScaleOptimizer {
   std::int64_t max_skips_;
   std::int64_t attempted_ = 0;
   std::int64_t consecutive_skips_ = 0;
+  std::int64_t skips_at_minimum_ = 0;
 };
 
 }  // namespace mixprec::optimizers
