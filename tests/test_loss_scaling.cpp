@@ -7,6 +7,9 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -528,4 +531,71 @@ TEST_CASE("without loss scaling float16 gradients underflow; with it training go
                                                        << 100.0 * zero_fraction(unscaled) << "%");
   CHECK(zero_fraction(unscaled) > 0.9);
   CHECK(scaled_loss < 0.1 * unscaled_loss);
+}
+
+using dropping = Sequential<policies::mixed_float16, Input<4>, Dense<6, activations::relu>, Dropout<>, BatchNormalization<>, Dense<3>>;
+
+TEST_CASE_TEMPLATE("a checkpoint resumes training to the same bits, on both model kinds", Model, dropping, RuntimeModel) {
+  const dropping prototype(Dense<6, activations::relu>(), Dropout<>(0.3, "dropout", 5), BatchNormalization<>(), Dense<3>());
+  const auto make = [&] {
+    if constexpr (std::is_same_v<Model, RuntimeModel>) return RuntimeModel::from_config(prototype.get_config());
+    else return Model(prototype);
+  };
+  auto straight = make(), first = make(), resumed = make();
+  copy_weights(straight, first);
+  copy_weights(straight, resumed);
+  for (auto* m : {&straight, &first, &resumed})
+    m->compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  auto huge = inputs();
+  huge[2] = 1e30f;
+  const auto step = [&](auto& m, bool overflow) {
+    if constexpr (std::is_same_v<Model, RuntimeModel>) return m.train_on_batch(AnyTensor(overflow ? huge : inputs()), AnyTensor(labels()));
+    else return m.train_on_batch(overflow ? huge : inputs(), labels());
+  };
+  const std::string file = "checkpoint_test_" + std::string(std::is_same_v<Model, RuntimeModel> ? "runtime" : "sequential") + ".mpxw";
+  for (int i = 0; i < 3; ++i) {
+    step(straight, i == 1);
+    step(first, i == 1);
+  }
+  save_checkpoint(first, file);
+  load_checkpoint(resumed, file);
+  CHECK(resumed.loss_scale_optimizer()->state() == first.loss_scale_optimizer()->state());
+  CHECK(resumed.layer_states() == first.layer_states());
+  for (int i = 0; i < 3; ++i) CHECK(step(straight, false) == step(resumed, false));
+  CHECK(weight_bytes(straight) == weight_bytes(resumed));
+  CHECK(straight.loss_scale_optimizer()->state() == resumed.loss_scale_optimizer()->state());
+  CHECK(adam_state(straight.optimizer()) == adam_state(resumed.optimizer()));
+
+  // load_weights reads a checkpoint's weights alone; a weights file is not a checkpoint.
+  auto inference = make();
+  inference.load_weights(file);
+  CHECK(weight_bytes(inference) == weight_bytes(first));
+  const std::string weights_only = file + ".weights";
+  first.save_weights(weights_only);
+  const auto before = weight_bytes(resumed);
+  const auto scale_before = resumed.loss_scale_optimizer()->state();
+  CHECK_THROWS_WITH_AS(load_checkpoint(resumed, weights_only), doctest::Contains("not a training checkpoint"),
+                       std::invalid_argument);
+  // Another optimizer, loss scaling on one side only, or a corrupted byte: rejected, nothing changed.
+  auto sgd = make();
+  sgd.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  CHECK_THROWS_WITH_AS(load_checkpoint(sgd, file), doctest::Contains("saved with a Adam optimizer"), std::invalid_argument);
+  auto unscaled = make();
+  unscaled.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {}, {.auto_scale_loss = false});
+  CHECK_THROWS_WITH_AS(load_checkpoint(unscaled, file), doctest::Contains("saved with a LossScaleOptimizer"),
+                       std::invalid_argument);
+  {
+    std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(-3, std::ios::end);
+    char byte = 0;
+    io.read(&byte, 1);
+    io.seekp(-3, std::ios::end);
+    byte = static_cast<char>(byte ^ 0x40);
+    io.write(&byte, 1);
+  }
+  CHECK_THROWS_WITH_AS(load_checkpoint(resumed, file), doctest::Contains("checksum mismatch"), std::invalid_argument);
+  CHECK(weight_bytes(resumed) == before);
+  CHECK(resumed.loss_scale_optimizer()->state() == scale_before);
+  std::remove(file.c_str());
+  std::remove(weights_only.c_str());
 }

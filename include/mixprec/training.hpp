@@ -1,6 +1,8 @@
-// Training: losses, metrics, optimizers and learning-rate schedules.
+// Training: losses, metrics, optimizers, learning-rate schedules, loss scaling, checkpoints.
 #pragma once
 
+#include <mixprec/training/checkpoint.hpp>
+#include <mixprec/training/loss_scale_optimizer.hpp>
 #include <mixprec/training/losses.hpp>
 #include <mixprec/training/metrics.hpp>
 #include <mixprec/training/optimizers.hpp>

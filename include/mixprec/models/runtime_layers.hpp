@@ -90,6 +90,10 @@ class RuntimeLayer {
   virtual detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) = 0;
   virtual void collect_gradients(std::vector<gradient_and_variable>& pairs) = 0;
   virtual void finish_step() = 0;
+  /// The state beyond the weights (Dropout's generator) as text, for checkpoints; empty if none.
+  virtual std::string state_text() const = 0;
+  virtual void restore_state_text(std::string_view text) = 0;
+  virtual void check_state_text(std::string_view text) const = 0;
 
  private:
   std::string name_;
@@ -169,6 +173,9 @@ class runtime_layer_of final : public RuntimeLayer {
   void finish_step() override {
     detail::finish_step(engine_, [&](auto f) { for_each_indexed_variable(f); });
   }
+  std::string state_text() const override { return engine_.state_text(); }
+  void restore_state_text(std::string_view text) override { engine_.restore_state_text(text); }
+  void check_state_text(std::string_view text) const override { engine_.check_state_text(text); }
 
  private:
   std::vector<detail::weight_ref<V, C>> refs() const {

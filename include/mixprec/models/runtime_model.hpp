@@ -277,6 +277,24 @@ class RuntimeModel {
   void finish_step() {
     for (auto& l : layers_) l->finish_step();
   }
+  /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
+  std::vector<std::string> layer_states() const {
+    std::vector<std::string> states;
+    for (const auto& l : layers_) states.push_back(l->state_text());
+    return states;
+  }
+  /// Restores layer_states(); all or nothing (std::invalid_argument naming the layer).
+  void restore_layer_states(const std::vector<std::string>& states) {
+    check_layer_states(states);
+    for (std::size_t i = 0; i < states.size(); ++i) layers_[i]->restore_state_text(states[i]);
+  }
+  /// Throws as restore_layer_states would, changing nothing.
+  void check_layer_states(const std::vector<std::string>& states) const {
+    if (states.size() != layers_.size())
+      throw std::invalid_argument("RuntimeModel '" + name_ + "': " + std::to_string(states.size()) + " layer states for " +
+                                  std::to_string(layers_.size()) + " layers.");
+    for (std::size_t i = 0; i < states.size(); ++i) detail::checked_state(*layers_[i], layers_[i]->name(), states[i]);
+  }
   double regularization_loss() const {
     double total = 0.0;
     for (const auto& l : layers_) total += l->regularization_loss();

@@ -352,6 +352,24 @@ class Sequential {
   void finish_step() {
     std::apply([&](auto&... layers) { (layers.finish_step(), ...); }, layers_);
   }
+  /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
+  std::vector<std::string> layer_states() {
+    return std::apply([](auto&... layers) { return std::vector<std::string>{layers.engine().state_text()...}; }, layers_);
+  }
+  /// Restores layer_states(); all or nothing (std::invalid_argument naming the layer).
+  void restore_layer_states(const std::vector<std::string>& states) {
+    check_layer_states(states);
+    std::size_t i = 0;
+    std::apply([&](auto&... layers) { (layers.engine().restore_state_text(states[i++]), ...); }, layers_);
+  }
+  /// Throws as restore_layer_states would, changing nothing.
+  void check_layer_states(const std::vector<std::string>& states) {
+    if (states.size() != layer_count)
+      throw std::invalid_argument("Sequential: " + std::to_string(states.size()) + " layer states for " +
+                                  std::to_string(layer_count) + " layers.");
+    std::size_t i = 0;
+    std::apply([&](auto&... layers) { (detail::checked_state(layers.engine(), layers.name(), states[i++]), ...); }, layers_);
+  }
   double regularization_loss() const {
     return std::apply([](const auto&... layers) { return (0.0 + ... + layers.regularization_loss()); }, layers_);
   }

@@ -5,7 +5,9 @@
 //   8 bytes   header length H (unsigned)
 //   H bytes   JSON header: {"format": "mixprec-weights", "version": 1, "data_bytes": N,
 //               "weights": [{"path": "dense/kernel", "dtype": "float32", "shape": [784, 10],
-//                            "offset": 0, "bytes": 31360, "fnv1a64": "<hex>"}, ...]}
+//                            "offset": 0, "bytes": 31360, "fnv1a64": "<hex>"}, ...],
+//               "training": {...}}   (checkpoints only: the optimizer's state, whose slots are
+//                                     weights under "optimizer/"; training/checkpoint.hpp)
 //   N bytes   the weights' values, each in its dtype, row-major, at its offset
 //
 // Loading checks everything (magic, lengths, JSON, that every weight of the model is there
@@ -102,8 +104,9 @@ std::function<void(std::string_view, std::span<const std::byte>)> loader(std::si
 
 }  // namespace detail
 
-/// Writes the weights to `file` (replacing it).
-inline void save_weights(const std::vector<weight_handle>& weights, const std::string& file) {
+/// Writes the weights to `file` (replacing it); `training`, if not null, goes into the header.
+inline void save_weights(const std::vector<weight_handle>& weights, const std::string& file,
+                         const nlohmann::ordered_json& training = nullptr) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   std::size_t offset = 0;
   for (const auto& w : weights) {
@@ -115,8 +118,8 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
                        {"fnv1a64", detail::hex64(detail::fnv1a64(w.bytes))}});
     offset += w.bytes.size();
   }
-  const nlohmann::ordered_json header = {
-      {"format", "mixprec-weights"}, {"version", 1}, {"data_bytes", offset}, {"weights", entries}};
+  nlohmann::ordered_json header = {{"format", "mixprec-weights"}, {"version", 1}, {"data_bytes", offset}, {"weights", entries}};
+  if (!training.is_null()) header["training"] = training;
   const std::string text = header.dump();
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw std::invalid_argument("Cannot save weights: cannot open '" + file + "' for writing.");
@@ -128,8 +131,19 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
   if (!out.flush()) throw std::invalid_argument("Cannot save weights: writing '" + file + "' failed.");
 }
 
-/// Reads `file` into the weights; all or nothing (see the format above).
-inline void load_weights(const std::vector<weight_handle>& weights, const std::string& file) {
+/// What a checkpoint's loader makes of the header's "training" section: it checks it (throwing
+/// std::invalid_argument), names the further weights to load (the optimizer's slots), and what
+/// to do once every weight is in.
+struct training_state {
+  std::vector<weight_handle> weights;
+  std::function<void()> finish;
+};
+using training_state_loader = std::function<training_state(const nlohmann::json& training)>;
+
+/// Reads `file` into the weights; all or nothing (see the format above). Without a
+/// training_state_loader, a checkpoint's optimizer state is skipped (its weights load alone).
+inline void load_weights(std::vector<weight_handle> weights, const std::string& file,
+                         const training_state_loader& load_training = nullptr) {
   std::ifstream in(file, std::ios::binary);
   if (!in) detail::bad_weights_file(file, "it cannot be opened.");
   const std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -183,6 +197,22 @@ inline void load_weights(const std::vector<weight_handle>& weights, const std::s
   } catch (const nlohmann::json::exception& error) {
     detail::bad_weights_file(file, std::string("its header is malformed: ") + error.what());
   }
+  std::function<void()> finish_training;
+  if (load_training) {
+    if (!header.contains("training") || !header["training"].is_object())
+      detail::bad_weights_file(file, "it holds weights only, not a training checkpoint (no optimizer state).");
+    try {
+      training_state state = load_training(header["training"]);
+      weights.insert(weights.end(), state.weights.begin(), state.weights.end());
+      finish_training = std::move(state.finish);
+    } catch (const std::invalid_argument& error) {
+      detail::bad_weights_file(file, error.what());
+    } catch (const nlohmann::json::exception& error) {
+      detail::bad_weights_file(file, std::string("its training state is malformed: ") + error.what());
+    }
+  } else if (header.contains("training")) {
+    std::erase_if(entries, [](const auto& entry) { return entry.first.starts_with("optimizer/"); });
+  }
   std::vector<std::string> missing;
   for (const auto& w : weights) {
     const auto it = entries.find(w.path);
@@ -214,6 +244,7 @@ inline void load_weights(const std::vector<weight_handle>& weights, const std::s
     const auto& e = entries.at(w.path);
     w.load(e.dtype, e.bytes);
   }
+  if (finish_training) finish_training();
 }
 
 /// A handle on a compile-time model's weight (a Tensor-backed AutoCastVariable).

@@ -274,7 +274,9 @@ struct training_entry<Model, void> {
     model.compiled_.state = std::move(state);
   }
 
-  static optimizers::Optimizer& optimizer(Model& model) { return compiled_of(model.compiled_).updating_optimizer(); }
+  /// What compile() left in the model (std::invalid_argument before compile()).
+  static compiled_model& compiled(Model& model) { return compiled_of(model.compiled_); }
+  static optimizers::Optimizer& optimizer(Model& model) { return compiled(model).updating_optimizer(); }
   static optimizers::LossScaleOptimizer* loss_scale_optimizer(Model& model) {
     return std::get_if<optimizers::LossScaleOptimizer>(&compiled_of(model.compiled_).optimizer);
   }

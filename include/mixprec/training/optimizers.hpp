@@ -38,6 +38,7 @@
 #include <mixprec/kernels/optimizer.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers/variable.hpp>
+#include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
 #include <mixprec/training/schedules.hpp>
 
@@ -136,6 +137,47 @@ class Optimizer {
       throw std::invalid_argument(std::string(class_name()) + ": the slots of variable " + std::to_string(index) +
                                   " are not " + std::string(dtype_name_v<V>) + ".");
     return *values;
+  }
+
+  /// For checkpoints: the slots as weights, "optimizer/<variable path>/<slot name>" shaped as
+  /// the variables (`variables`: the trained weights, in apply()'s order); none before the
+  /// first step.
+  std::vector<weight_handle> slot_handles(const std::vector<weight_handle>& variables) {
+    std::vector<weight_handle> handles;
+    if (!built()) return handles;
+    if (variables.size() != slots_.size())
+      throw std::invalid_argument(std::string(class_name()) + ": " + std::to_string(variables.size()) +
+                                  " trained weights, but the optimizer was built for " + std::to_string(slots_.size()) + ".");
+    const auto names = slot_names();
+    for (std::size_t i = 0; i < variables.size(); ++i)
+      for (std::size_t k = 0; k < names.size(); ++k)
+        std::visit(
+            [&](auto& values) {
+              using V = typename std::remove_cvref_t<decltype(values)>::value_type;
+              handles.push_back({"optimizer/" + variables[i].path + "/" + std::string(names[k]), dtype_name_v<V>,
+                                 variables[i].extents, std::as_bytes(std::span<const V>(values)),
+                                 mixprec::detail::loader<V>(values.size(), [&values](std::vector<V> loaded) {
+                                   values = std::move(loaded);
+                                 })});
+            },
+            slots_[i][k]);
+    return handles;
+  }
+  /// For checkpoints: the optimizer after `iterations` updates, its slots zero (to be loaded
+  /// through slot_handles) for `variables` if `built`, else not yet created.
+  void prepare_restore(const std::vector<weight_handle>& variables, bool built, std::int64_t iterations) {
+    if (iterations < 0)
+      throw std::invalid_argument(std::string(class_name()) + ": iterations must be >= 0. Received: " + std::to_string(iterations));
+    if (built) {
+      std::vector<std::pair<std::string_view, std::size_t>> shapes;
+      for (const auto& v : variables) shapes.emplace_back(v.dtype, v.bytes.size() / mixprec::detail::dtype_size(v.dtype));
+      build(std::move(shapes));
+    } else {
+      slots_.clear();
+      shapes_.clear();
+      built_ = false;
+    }
+    iterations_ = iterations;
   }
 
   /// Keras 3's get_config.
@@ -263,16 +305,23 @@ class Optimizer {
   }
 
   void build(std::span<const gradient_and_variable> pairs) {
-    std::vector<std::vector<slot_buffer>> slots(pairs.size());
-    std::vector<std::pair<std::string_view, std::size_t>> shapes(pairs.size());
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-      shapes[i] = dtype_and_size(pairs[i]);
-      std::visit(
-          [&](const auto& p) {
-            using V = typename decltype(p.variable)::value_type;
-            for (std::size_t k = 0; k < slot_names().size(); ++k) slots[i].emplace_back(std::vector<V>(p.variable.size(), V(0.0f)));
-          },
-          pairs[i]);
+    std::vector<std::pair<std::string_view, std::size_t>> shapes;
+    for (const auto& pair : pairs) shapes.push_back(dtype_and_size(pair));
+    build(std::move(shapes));
+  }
+  /// Zero slots for variables of these dtypes and sizes.
+  void build(std::vector<std::pair<std::string_view, std::size_t>> shapes) {
+    std::vector<std::vector<slot_buffer>> slots(shapes.size());
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto make = [&](auto zero) {
+        for (std::size_t k = 0; k < slot_names().size(); ++k) slots[i].emplace_back(std::vector(shapes[i].second, zero));
+      };
+      const std::string_view dtype = shapes[i].first;
+      if (dtype == "float32") make(0.0f);
+      else if (dtype == "float64") make(0.0);
+      else if (dtype == "bfloat16") make(bfloat16(0.0f));
+      else if (dtype == "float16") make(float16(0.0f));
+      else throw std::invalid_argument(std::string(class_name()) + ": cannot train a " + std::string(dtype) + " variable.");
     }
     slots_ = std::move(slots);
     shapes_ = std::move(shapes);

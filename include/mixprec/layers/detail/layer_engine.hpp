@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <sstream>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -134,6 +137,25 @@ class layer_engine {
     return input_gradient_;
   }
 
+  /// The layer's state beyond its weights (Dropout's generator) as text, for checkpoints; empty
+  /// for kinds that have none.
+  std::string state_text() const {
+    if constexpr (requires(typename Kind::state s) { s.generator; }) {
+      std::ostringstream text;
+      text << state_.generator;
+      return text.str();
+    } else {
+      return {};
+    }
+  }
+  /// Restores state_text(); std::invalid_argument (nothing changed) when `text` is not one.
+  void restore_state_text(std::string_view text) {
+    state_ = parsed_state(text);
+    pending_state_ = state_;
+  }
+  /// Throws as restore_state_text would, changing nothing.
+  void check_state_text(std::string_view text) const { parsed_state(text); }
+
   /// Whether weight i is trained: the layer and the weight are both trainable.
   bool trains(std::size_t i) const { return trainable_ && specs_[i].trainable; }
   /// Weight i's gradient from the last backward (in V).
@@ -147,6 +169,19 @@ class layer_engine {
   }
 
  private:
+  typename Kind::state parsed_state(std::string_view text) const {
+    typename Kind::state restored = state_;
+    if constexpr (requires(typename Kind::state s) { s.generator; }) {
+      std::istringstream in{std::string(text)};
+      in >> restored.generator;
+      if (!in || !(in >> std::ws).eof())
+        throw std::invalid_argument("not the state of a " + std::string(Kind::keras_class) + " layer's generator");
+    } else if (!text.empty()) {
+      throw std::invalid_argument("a " + std::string(Kind::keras_class) + " layer has no state beyond its weights");
+    }
+    return restored;
+  }
+
   settings_type settings_;
   typename Kind::state state_;
   bool trainable_ = true;
@@ -188,6 +223,16 @@ void finish_step(Engine& engine, ForEachWeight&& for_each_weight) {
     for (const auto& update : updates)
       if (update.weight == i) variable.assign_values(std::span<const V>(update.value));
   });
+}
+
+/// layer.check_state_text(text), the error naming the layer (an engine or a runtime layer).
+template <class Layer>
+void checked_state(const Layer& layer, const std::string& name, std::string_view text) {
+  try {
+    layer.check_state_text(text);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument("layer '" + name + "': " + error.what() + ".");
+  }
 }
 
 }  // namespace mixprec::detail

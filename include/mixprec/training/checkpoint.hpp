@@ -1,0 +1,96 @@
+// Checkpoints to resume training: a compiled model's weights and everything its training step
+// carries from one step to the next, in one file, so that stopping after a step and resuming
+// from the file trains to the same bits as training straight through.
+//
+//   save_checkpoint(model, "run.mpxw");
+//   ...                                   // a new process: build and compile the same model
+//   load_checkpoint(model, "run.mpxw");   // then train on
+//
+// The file is a weights file (models/weights_io.hpp; load_weights reads its weights alone) whose
+// header also has a "training" section: the optimizer's class and config, its iterations, its
+// slots (as weights "optimizer/<weight path>/<slot>", in the variable dtype), the loss scale's
+// state (scale, good steps, attempted and skipped counts) under a LossScaleOptimizer, and each
+// layer's state beyond its weights (Dropout's generator). Loading checks everything first: a
+// corrupted file, another model, another optimizer kind or loss scaling on one side only is a
+// std::invalid_argument naming the problem, and leaves the model and its optimizer untouched.
+// The metrics are not saved (train_on_batch and fit reset them before they count).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixprec/models/weights_io.hpp>
+#include <mixprec/training/loss_scale_optimizer.hpp>
+#include <mixprec/training/model_training.hpp>
+#include <mixprec/training/optimizers.hpp>
+
+namespace mixprec {
+
+namespace detail {
+
+inline optimizers::Optimizer& weight_updating(compiled_model::any_optimizer& optimizer) {
+  if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->inner_optimizer();
+  return std::get<optimizers::Optimizer>(optimizer);
+}
+
+}  // namespace detail
+
+/// Writes the model's weights and its training state to `file` (the model must be compiled).
+template <class Model>
+void save_checkpoint(Model& model, const std::string& file) {
+  detail::compiled_model& c = detail::training_entry<Model>::compiled(model);
+  optimizers::Optimizer& optimizer = c.updating_optimizer();
+  std::vector<weight_handle> handles = model.weights();
+  const std::vector<weight_handle> slots = optimizer.slot_handles(model.trainable_weights());
+  handles.insert(handles.end(), slots.begin(), slots.end());
+  const auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&c.optimizer);
+  const nlohmann::ordered_json training = {
+      {"optimizer", {{"class_name", optimizer.class_name()}, {"config", optimizer.get_config()}}},
+      {"iterations", optimizer.iterations()},
+      {"slots", !slots.empty()},
+      {"loss_scale", scaled ? scaled->state() : nlohmann::ordered_json(nullptr)},
+      {"layer_states", model.layer_states()}};
+  save_weights(handles, file, training);
+}
+
+/// Restores what save_checkpoint wrote into a model built and compiled the same way; all or
+/// nothing (see the top of this file).
+template <class Model>
+void load_checkpoint(Model& model, const std::string& file) {
+  detail::compiled_model& c = detail::training_entry<Model>::compiled(model);
+  // The optimizer is restored into a copy, which replaces it once everything has loaded.
+  detail::compiled_model::any_optimizer restored = c.optimizer;
+  optimizers::Optimizer& optimizer = detail::weight_updating(restored);
+  std::vector<std::string> layer_states;
+  load_weights(model.weights(), file, [&](const nlohmann::json& training) {
+    const std::string saved_class = training.at("optimizer").at("class_name").get<std::string>();
+    if (saved_class != optimizer.class_name())
+      throw std::invalid_argument("it was saved with a " + saved_class + " optimizer, but the model is compiled with " +
+                                  std::string(optimizer.class_name()) + ".");
+    const nlohmann::json& loss_scale = training.at("loss_scale");
+    auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&restored);
+    if (loss_scale.is_null() != (scaled == nullptr))
+      throw std::invalid_argument(loss_scale.is_null()
+                                      ? "it was saved without loss scaling, but the model's optimizer is a LossScaleOptimizer."
+                                      : "it was saved with a LossScaleOptimizer, but the model's optimizer has none.");
+    const std::vector<weight_handle> trained = model.trainable_weights();
+    optimizer.prepare_restore(trained, training.at("slots").get<bool>(), training.at("iterations").get<std::int64_t>());
+    if (scaled) scaled->restore_state(loss_scale);
+    layer_states = training.at("layer_states").get<std::vector<std::string>>();
+    model.check_layer_states(layer_states);
+    return training_state{optimizer.slot_handles(trained), [&] {
+                            c.optimizer = std::move(restored);
+                            model.restore_layer_states(layer_states);
+                          }};
+  });
+}
+
+}  // namespace mixprec
