@@ -2,7 +2,8 @@
 // bench_networks.hpp's MLP 784-1024-1024-10 (batch 256) and CNN (batch 64), ending in logits,
 // with Adam(1e-3) and SparseCategoricalCrossentropy(from_logits=true), under float32,
 // mixed_bfloat16 and mixed_float16 on 1 and 2 threads; the RuntimeModel built from the same
-// config (one policy) alone and paired with the Sequential; the step's phases timed apart; and
+// config (one policy) alone and paired with the Sequential; what loss scaling costs a
+// mixed_float16 step (paired with the same step unscaled); the step's phases timed apart; and
 // each GEMM of a step alone (step_gemm/...), in float32, bfloat16 and float16.
 // benchmarks/torch_training.py runs the same steps in PyTorch.
 //
@@ -116,9 +117,35 @@ void BM_runtime_step(benchmark::State& state) {
                 AnyTensor(labels(N::batch)));
 }
 
-/// RuntimeModel against Sequential in pairs: each iteration runs one step of each, back to back,
-/// alternating which goes first, so that the shared machine's slow phases hit both alike.
-/// Reports the median step of each and the median of the per-pair ratios (runtime / sequential).
+/// Two steps in pairs: each iteration runs one step of each, back to back, alternating which
+/// goes first, so that the shared machine's slow phases hit both alike. Reports the median step
+/// of each (counters "<a>_ms", "<b>_ms") and the median of the per-pair ratios b / a ("ratio").
+template <class A, class B>
+void time_pairs(benchmark::State& state, const char* a_name, A&& step_a, const char* b_name, B&& step_b) {
+  step_a();
+  step_b();
+  std::vector<double> a, b;
+  bool a_first = true;
+  for (auto _ : state) {
+    const auto run_a = [&] { a.push_back(milliseconds(step_a)); };
+    const auto run_b = [&] { b.push_back(milliseconds(step_b)); };
+    if (a_first) {
+      run_a();
+      run_b();
+    } else {
+      run_b();
+      run_a();
+    }
+    a_first = !a_first;
+  }
+  std::vector<double> ratios(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ratios[i] = b[i] / a[i];
+  state.counters[std::string(a_name) + "_ms"] = median(a);
+  state.counters[std::string(b_name) + "_ms"] = median(b);
+  state.counters["ratio"] = median(ratios);
+}
+
+/// RuntimeModel against Sequential in pairs (ratio: runtime / sequential).
 template <template <class> class Network, class P>
 void BM_runtime_over_sequential(benchmark::State& state) {
   using N = network_case<Network>;
@@ -130,31 +157,29 @@ void BM_runtime_over_sequential(benchmark::State& state) {
   const auto x = bench::network_input<typename N::input_type>(N::batch);
   const auto y = labels(N::batch);
   const AnyTensor x_any(x), y_any(y);
-  sequential.train_on_batch(x, y);
-  runtime.train_on_batch(x_any, y_any);
-  std::vector<double> s, r;
-  bool sequential_first = true;
-  for (auto _ : state) {
-    const auto run_sequential = [&] {
-      s.push_back(milliseconds([&] { benchmark::DoNotOptimize(sequential.train_on_batch(x, y)); }));
-    };
-    const auto run_runtime = [&] {
-      r.push_back(milliseconds([&] { benchmark::DoNotOptimize(runtime.train_on_batch(x_any, y_any)); }));
-    };
-    if (sequential_first) {
-      run_sequential();
-      run_runtime();
-    } else {
-      run_runtime();
-      run_sequential();
-    }
-    sequential_first = !sequential_first;
-  }
-  std::vector<double> ratios(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) ratios[i] = r[i] / s[i];
-  state.counters["sequential_ms"] = median(s);
-  state.counters["runtime_ms"] = median(r);
-  state.counters["ratio"] = median(ratios);
+  time_pairs(
+      state, "sequential", [&] { benchmark::DoNotOptimize(sequential.train_on_batch(x, y)); }, "runtime",
+      [&] { benchmark::DoNotOptimize(runtime.train_on_batch(x_any, y_any)); });
+}
+
+/// What dynamic loss scaling costs a mixed_float16 step, in pairs: the step compile() gives the
+/// model (a LossScaleOptimizer: the loss gradient scaled, one fused unscale-and-check pass over
+/// the gradients) against the same model with auto_scale_loss = false (ratio: scaled / plain).
+template <template <class> class Network>
+void BM_loss_scaling_cost(benchmark::State& state) {
+  using N = network_case<Network>;
+  use_threads(state);
+  Network<policies::mixed_float16> scaled, plain;
+  scaled.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(true));
+  plain.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(true), {}, {.auto_scale_loss = false});
+  if (scaled.loss_scale_optimizer() == nullptr || plain.loss_scale_optimizer() != nullptr)
+    state.SkipWithError("compile() did not choose loss scaling as expected");
+  const auto x = bench::network_input<typename N::input_type>(N::batch);
+  const auto y = labels(N::batch);
+  time_pairs(
+      state, "plain", [&] { benchmark::DoNotOptimize(plain.train_on_batch(x, y)); }, "scaled",
+      [&] { benchmark::DoNotOptimize(scaled.train_on_batch(x, y)); });
+  check_loss(state, scaled.train_on_batch(x, y));
 }
 
 /// Where a step's time goes: train_on_batch's phases run one by one (the same calls the step
@@ -259,6 +284,8 @@ BENCHMARK(BM_runtime_step<bench::mlp_logits, policies::mixed_bfloat16>)->Name("t
 BENCHMARK(BM_runtime_step<bench::cnn_logits, policies::mixed_bfloat16>)->Name("train_step_runtime/cnn/mixed_bfloat16")->Apply(step_settings);
 BENCHMARK(BM_runtime_over_sequential<bench::mlp_logits, policies::mixed_bfloat16>)->Name("runtime_over_sequential/mlp/mixed_bfloat16")->Apply(pair_settings);
 BENCHMARK(BM_runtime_over_sequential<bench::cnn_logits, policies::mixed_bfloat16>)->Name("runtime_over_sequential/cnn/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_loss_scaling_cost<bench::mlp_logits>)->Name("loss_scaling_cost/mlp/mixed_float16")->Apply(pair_settings);
+BENCHMARK(BM_loss_scaling_cost<bench::cnn_logits>)->Name("loss_scaling_cost/cnn/mixed_float16")->Apply(pair_settings);
 BENCHMARK(BM_step_phases<bench::mlp_logits, policies::float32>)->Name("step_phases/mlp/float32")->Apply(pair_settings);
 BENCHMARK(BM_step_phases<bench::mlp_logits, policies::mixed_bfloat16>)->Name("step_phases/mlp/mixed_bfloat16")->Apply(pair_settings);
 BENCHMARK(BM_step_phases<bench::mlp_logits, policies::mixed_float16>)->Name("step_phases/mlp/mixed_float16")->Apply(pair_settings);
