@@ -269,3 +269,12 @@ struct training_entry<Model, void> {
 };
 
 }  // namespace mixprec::detail
+
+// ---- The optimizer of a compiled model, for fit() and the callbacks (training/fit.hpp) ----
+
+namespace mixprec::detail {
+
+/// The one place that knows where compile() keeps the optimizer.
+inline optimizers::Optimizer& optimizer_of(compiled_model& compiled) { return compiled.optimizer; }
+
+}  // namespace mixprec::detail
