@@ -573,3 +573,49 @@ TEST_CASE("a callback sees the hooks in Keras' order; stop_training; a throwing 
   reference.train_on_batch(detail::take_rows(first.ax, four), detail::take_rows(first.ay, four));
   CHECK(weight_bytes(model) == weight_bytes(reference));
 }
+
+namespace {
+
+/// A test double for a model under loss scaling: every third step is skipped and halves the scale
+/// (train_on_batch's "loss_scale" and "skipped" keys), so fit's handling of them is seen end to end.
+struct loss_scaled_model {
+  int steps = 0;
+  Logs train_on_batch(const AnyTensor&, const AnyTensor&) {
+    ++steps;
+    const bool skipped = steps % 3 == 0;
+    return {{"loss", 1.0 / steps}, {"loss_scale", 32768.0 / (1 << (steps / 3))}, {"skipped", skipped ? 1.0 : 0.0}};
+  }
+  Logs test_on_batch(const AnyTensor&, const AnyTensor&) { return {{"loss", 0.5}}; }
+  AnyTensor operator()(const AnyTensor& x) { return x; }
+  std::vector<weight_handle> weights() { return {}; }
+  std::vector<weight_handle> trainable_weights() { return {}; }
+};
+
+}  // namespace
+
+TEST_CASE("fit with loss scaling logs: History, the progress bar and the steps file") {
+  loss_scaled_model model;
+  detail::compiled_model compiled(optimizers::SGD(0.1), losses::Loss(losses::MeanSquaredError()));
+  const AnyTensor x({8, 1}, std::vector<float>(8, 1.0f)), y({8, 1}, std::vector<float>(8, 0.0f));
+  std::ostringstream out;
+  const std::string steps = temp_path("scaled_steps.csv"), epochs = temp_path("scaled.csv");
+  const History h = detail::fit(model, compiled, x, y,
+                                FitOptions<>{.batch_size = 2, .epochs = 2, .verbose = 2,
+                                             .callbacks = {std::make_shared<callbacks::CSVLogger>(epochs, ",", false, steps),
+                                                           std::make_shared<callbacks::ProgbarLogger>(out, false, ticking_clock())},
+                                             .shuffle = false});
+  // Epoch 0: steps 1-4 (step 3 skipped, the scale halved from step 3 on); epoch 1: steps 5-8 (6 skipped).
+  CHECK(h.history.at("loss_scale") == std::vector<double>{16384.0, 8192.0});
+  CHECK(h.history.at("skipped") == std::vector<double>{1.0, 1.0});
+  CHECK(h.history.at("loss") == std::vector<double>{(1.0 + 0.5 + 1.0 / 3 + 0.25) * 2 / 8,
+                                                    (0.2 + 1.0 / 6 + 1.0 / 7 + 0.125) * 2 / 8});
+  CHECK(out.str() == "Epoch 1/2\n4/4 - 0s - 62ms/step - loss: " + f4(h.history.at("loss")[0]) +
+                         " - loss_scale: 16384.0000 - skipped: 1\nEpoch 2/2\n4/4 - 0s - 62ms/step - loss: " +
+                         f4(h.history.at("loss")[1]) + " - loss_scale: 8192.0000 - skipped: 1\n");
+  const std::string text = read_file(steps);
+  CHECK(text.starts_with("epoch,step,loss,loss_scale,skipped\r\n0,0,1.0,32768.0,0.0\r\n0,1,0.5,32768.0,0.0\r\n"
+                         "0,2,0.3333333333333333,16384.0,1.0\r\n0,3,0.25,16384.0,0.0\r\n1,0,0.2,16384.0,0.0\r\n"));
+  CHECK(read_file(epochs).starts_with("epoch,loss,loss_scale,skipped\r\n0,"));
+  std::filesystem::remove(steps);
+  std::filesystem::remove(epochs);
+}
