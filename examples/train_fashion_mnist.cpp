@@ -1,6 +1,6 @@
 // The demo: trains a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist) in C++ with a
-// mixed precision policy, the way a Keras user would with train_on_batch, and reports the test
-// accuracy.
+// mixed precision policy, the way a Keras user would with model.fit (Keras 3's progress bar),
+// and reports the test accuracy (model.evaluate).
 //
 //   train_fashion_mnist [--policy mixed_bfloat16|float32|mixed_float16] [--epochs 10]
 //                       [--batch-size 128] [--limit N] [--data DIR]
@@ -15,11 +15,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <numeric>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <mixprec/layers.hpp>
@@ -125,55 +124,27 @@ options parse(int argc, char** argv) {
 template <class P>
 using classifier = Sequential<P, Input<784>, Dense<256, activations::relu>, Dropout<>, Dense<128, activations::relu>, Dense<10>>;
 
-/// Rows `order[first, first + count)` of a split as a batch.
-std::pair<Tensor<float, dynamic, 784>, Tensor<std::int32_t, dynamic>> batch_of(const split& s,
-                                                                              const std::vector<std::size_t>& order,
-                                                                              std::size_t first, std::size_t count) {
-  value_buffer<float> x(count * pixels);
-  std::vector<std::int32_t> y(count);
-  for (std::size_t r = 0; r < count; ++r) {
-    const std::size_t row = order[first + r];
-    std::copy_n(s.images.begin() + static_cast<std::ptrdiff_t>(row * pixels), pixels, x.begin() + static_cast<std::ptrdiff_t>(r * pixels));
-    y[r] = s.labels[row];
-  }
-  return {Tensor<float, dynamic, 784>(std::move(x)), Tensor<std::int32_t, dynamic>(y)};
+/// A split as tensors: the images (n, 784) and their class ids.
+std::pair<Tensor<float, dynamic, 784>, Tensor<std::int32_t, dynamic>> tensors_of(const split& s) {
+  return {Tensor<float, dynamic, 784>(value_buffer<float>(s.images.begin(), s.images.end())),
+          Tensor<std::int32_t, dynamic>(s.labels)};
 }
 
 template <class P>
 void train(const options& o, const split& train_set, const split& test_set) {
-  using clock = std::chrono::steady_clock;
   classifier<P> model(Dense<256, activations::relu>("hidden_1"), Dropout<>(0.2, "dropout", 1),
                       Dense<128, activations::relu>("hidden_2"), Dense<10>("logits"));
   model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"});
   std::printf("Fashion-MNIST: %zu training and %zu test images; policy %s; 784-256-128-10 MLP, Adam(1e-3), batch %zu\n",
               train_set.size(), test_set.size(), o.policy.c_str(), o.batch_size);
+  std::fflush(stdout);
 
-  std::vector<std::size_t> order(train_set.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::mt19937_64 shuffle(2026);
-  double seconds = 0.0;
-  for (std::size_t epoch = 1; epoch <= o.epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), shuffle);
-    double loss = 0.0, correct = 0.0;
-    const auto start = clock::now();
-    for (std::size_t first = 0; first < order.size(); first += o.batch_size) {
-      const std::size_t count = std::min(o.batch_size, order.size() - first);
-      const auto [x, y] = batch_of(train_set, order, first, count);
-      const Logs logs = model.train_on_batch(x, y);
-      loss += logs.at("loss") * static_cast<double>(count);
-      correct += logs.at("accuracy") * static_cast<double>(count);
-    }
-    const double epoch_seconds = std::chrono::duration<double>(clock::now() - start).count();
-    seconds += epoch_seconds;
-    const double n = static_cast<double>(order.size());
-    std::printf("Epoch %zu/%zu - %.1fs - %.2f ms/step - loss: %.4f - accuracy: %.4f\n", epoch, o.epochs, epoch_seconds,
-                1e3 * epoch_seconds / static_cast<double>((order.size() + o.batch_size - 1) / o.batch_size), loss / n,
-                correct / n);
-  }
-  std::vector<std::size_t> all(test_set.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  const auto [x, y] = batch_of(test_set, all, 0, all.size());
-  const Logs test = model.test_on_batch(x, y);
+  const auto [x, y] = tensors_of(train_set);
+  const auto start = std::chrono::steady_clock::now();
+  model.fit(x, y, {.batch_size = o.batch_size, .epochs = static_cast<int>(o.epochs), .seed = 2026});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [x_test, y_test] = tensors_of(test_set);
+  const Logs test = model.evaluate(x_test, y_test, {.batch_size = 1000, .verbose = 0});
   std::printf("Test: loss %.4f, accuracy %.4f (training took %.1f s)\n", test.at("loss"), test.at("accuracy"), seconds);
 }
 
