@@ -619,3 +619,29 @@ TEST_CASE("fit with loss scaling logs: History, the progress bar and the steps f
   std::filesystem::remove(steps);
   std::filesystem::remove(epochs);
 }
+
+TEST_CASE("the README's example") {
+  // README.md, "fit, evaluate, predict and callbacks", as written there.
+  Sequential<policies::mixed_bfloat16, Input<6>, Dense<16, activations::relu>, Dense<3>> model;
+  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"});
+  Tensor<float, dynamic, 6> x(100);                      // 100 rows
+  Tensor<std::int32_t, dynamic> y(100);                  // their class ids
+  auto stop = std::make_shared<callbacks::EarlyStopping>(
+      callbacks::EarlyStoppingOptions{.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  History history = model.fit(x, y, {.batch_size = 16, .epochs = 5, .verbose = 0,
+                                     .callbacks = {stop, std::make_shared<callbacks::CSVLogger>("log.csv")},
+                                     .validation_split = 0.2, .seed = 7});
+  history.history.at("val_loss");                         // one value per epoch run
+  Logs logs = model.evaluate(x, y, {.batch_size = 32, .verbose = 0});   // logs.at("loss"), logs.at("accuracy")
+  auto outputs = model.predict(x, {.verbose = 0});         // Tensor<bfloat16, dynamic, 3>, 100 rows
+
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  runtime.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  runtime.fit(AnyTensor(x), AnyTensor(y), {.epochs = 2, .verbose = 0});  // AnyTensor in, History out
+
+  static_assert(std::is_same_v<decltype(outputs), Tensor<bfloat16, dynamic, 3>>);
+  CHECK(outputs.batch() == 100);
+  CHECK(logs.contains("accuracy"));
+  CHECK(history.params().steps == 5);
+  std::filesystem::remove("log.csv");
+}
