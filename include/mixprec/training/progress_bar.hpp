@@ -18,6 +18,7 @@
 // epoch's final line, without escape codes.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>

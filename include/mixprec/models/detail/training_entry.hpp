@@ -11,7 +11,8 @@
 namespace mixprec {
 
 class AnyTensor;
-/// fit()'s options (training/fit.hpp); X and Y are the types of x and y.
+/// fit()'s options; X and Y are the types of x and y. These types are defined on the training
+/// floor (training/fit.hpp): #include <mixprec/training.hpp> to call fit / evaluate / predict.
 template <class X = AnyTensor, class Y = AnyTensor>
 struct FitOptions;
 struct EvaluateOptions;
