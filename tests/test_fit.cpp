@@ -445,6 +445,12 @@ TEST_CASE("ModelCheckpoint: save_best_only writes on improvement only, and the f
   mlp restored;
   restored.load_weights(temp_path("ckpt-03.weights"));
   CHECK(callbacks::ModelHandle(restored, nullptr).get_weights() == recorder->epochs[2]);
+  // The best value carries over to the next fit: 0.6 does not beat 0.5, 0.25 does.
+  model.fit(d.x, d.y, {.batch_size = 5, .epochs = 2, .verbose = 0,
+                       .callbacks = {std::make_shared<scripted>("val_loss", std::vector<double>{0.6, 0.25}), checkpoint}});
+  CHECK(checkpoint->saved().size() == 3);
+  CHECK(checkpoint->saved().back() == temp_path("ckpt-02.weights"));
+  CHECK(checkpoint->best() == 0.25);
   for (const auto& path : checkpoint->saved()) std::filesystem::remove(path);
   CHECK(callbacks::detail::checkpoint_path("w{epoch}-{loss:.2f}.bin", 8, {{"loss", 0.123}}) == "w9-0.12.bin");
 }

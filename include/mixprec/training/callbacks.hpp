@@ -310,12 +310,12 @@ class ModelCheckpoint : public Callback {
     if (mode != "auto" && mode != "min" && mode != "max")
       throw std::invalid_argument("ModelCheckpoint mode " + mode + " is unknown; accepted: \"auto\", \"min\", \"max\".");
     maximize_ = mode == "max" || (mode == "auto" && monitor_.find("acc") != std::string::npos);
+    best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   }
 
-  void on_train_begin(const Logs&) override {
-    best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    warned_ = false;
-  }
+  /// The best value so far; it carries over to the next fit() (Keras: a resumed run does not
+  /// overwrite a better checkpoint).
+  double best() const { return best_; }
   void on_epoch_end(int epoch, Logs& logs) override {
     const std::string path = detail::checkpoint_path(filepath_, epoch, logs);
     if (!save_best_only_) {
