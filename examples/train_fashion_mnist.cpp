@@ -1,22 +1,23 @@
-// The demo: trains a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist) in C++ with a
-// mixed precision policy, the way a Keras user would with train_on_batch, and reports the test
-// accuracy.
+// The demo: trains a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist) in C++ the way
+// seed 000 describes a float16 model in Keras: a mixed_float16 policy, compile() (which wraps
+// the optimizer in a LossScaleOptimizer with a dynamic loss scale), fit() with Keras 3's progress
+// bar, evaluate() on the test images; then the loss scale's history.
 //
-//   train_fashion_mnist [--policy mixed_bfloat16|float32|mixed_float16] [--epochs 10]
-//                       [--batch-size 128] [--limit N] [--data DIR]
+//   train_fashion_mnist [--model cnn|mlp] [--policy mixed_float16|mixed_bfloat16|float32]
+//                       [--epochs 5] [--batch-size 64] [--limit N] [--data DIR]
+//                       [--no-loss-scaling] [--csv PREFIX]
 //
-// --limit N trains on the first N training images only (a quick run). mixed_float16 trains
-// without loss scaling here: the loss-scale optimizer is the next step of the training floor.
-#include <algorithm>
+// --limit N trains on the first N training images only (a quick run); --no-loss-scaling compiles
+// with auto_scale_loss = false; --csv PREFIX writes PREFIX.epochs.csv and PREFIX.steps.csv
+// (CSVLogger) for scripts/plot_history.py.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <numeric>
-#include <random>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <mixprec/datasets.hpp>
@@ -28,38 +29,22 @@ using namespace mixprec;
 
 namespace {
 
-constexpr std::size_t pixels = 28 * 28;
-
-struct split {
-  Tensor<float, dynamic, 784> images;   // n x 784, scaled to [0, 1]
-  Tensor<std::uint8_t, dynamic> labels;  // n class ids in [0, 10)
-  std::size_t size() const { return labels.batch(); }
-};
-
-/// The first `limit` examples of a split, as the MLP takes them.
-split first(datasets::fashion_mnist::Data&& data, std::size_t limit) {
-  const std::size_t n = std::min(data.size(), limit);
-  if (n < data.size()) {
-    auto images = std::move(data.x).release_values();
-    auto labels = std::move(data.y).release_values();
-    images.resize(n * pixels);
-    labels.resize(n);
-    data.x = datasets::fashion_mnist::Images(std::move(images));
-    data.y = datasets::fashion_mnist::Labels(std::move(labels));
-  }
-  return {datasets::scaled<784>(data.x), std::move(data.y)};
-}
-
 struct options {
-  std::string policy = "mixed_bfloat16";
-  std::size_t epochs = 10, batch_size = 128, limit = 60000;
-  std::string data = datasets::fashion_mnist::default_directory.string();
+  std::string model = "cnn", policy = "mixed_float16";
+  std::size_t epochs = 5, batch_size = 64, limit = 60000;
+  std::string data = datasets::fashion_mnist::default_directory;
+  bool loss_scaling = true;
+  std::string csv;
 };
 
 options parse(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
+    if (flag == "--no-loss-scaling") {
+      o.loss_scaling = false;
+      continue;
+    }
     if (i + 1 >= argc) throw std::invalid_argument("missing a value after " + std::string(flag));
     const std::string value = argv[++i];
     const auto number = [&] {
@@ -73,71 +58,114 @@ options parse(int argc, char** argv) {
         throw std::invalid_argument(std::string(flag) + " must be a positive integer; got " + value);
       return n;
     };
-    if (flag == "--policy") o.policy = value;
+    if (flag == "--model") o.model = value;
+    else if (flag == "--policy") o.policy = value;
     else if (flag == "--epochs") o.epochs = number();
     else if (flag == "--batch-size") o.batch_size = number();
     else if (flag == "--limit") o.limit = number();
     else if (flag == "--data") o.data = value;
-    else throw std::invalid_argument("unknown option " + std::string(flag) + "; known: --policy, --epochs, --batch-size, --limit, --data");
+    else if (flag == "--csv") o.csv = value;
+    else
+      throw std::invalid_argument("unknown option " + std::string(flag) +
+                                  "; known: --model, --policy, --epochs, --batch-size, --limit, --data, --no-loss-scaling, --csv");
   }
-  if (o.policy != "mixed_bfloat16" && o.policy != "float32" && o.policy != "mixed_float16")
-    throw std::invalid_argument("--policy must be mixed_bfloat16, float32 or mixed_float16; got " + o.policy);
+  if (o.model != "cnn" && o.model != "mlp") throw std::invalid_argument("--model must be cnn or mlp; got " + o.model);
+  if (o.policy != "mixed_float16" && o.policy != "mixed_bfloat16" && o.policy != "float32")
+    throw std::invalid_argument("--policy must be mixed_float16, mixed_bfloat16 or float32; got " + o.policy);
   return o;
 }
 
+/// Conv2D(32, 3x3) MaxPool Conv2D(64, 3x3) MaxPool Flatten Dropout(0.3) Dense(128) Dense(10).
 template <class P>
-using classifier = Sequential<P, Input<784>, Dense<256, activations::relu>, Dropout<>, Dense<128, activations::relu>, Dense<10>>;
+using cnn = Sequential<P, Input<28, 28, 1>, Conv2D<32, 3, 3, activations::relu>, MaxPooling2D<2>,
+                       Conv2D<64, 3, 3, activations::relu>, MaxPooling2D<2>, Flatten<>, Dropout<>,
+                       Dense<128, activations::relu>, Dense<10>>;
+template <class P>
+cnn<P> make_cnn() {
+  return cnn<P>(Conv2D<32, 3, 3, activations::relu>("conv_1"), MaxPooling2D<2>("pool_1"),
+                Conv2D<64, 3, 3, activations::relu>("conv_2"), MaxPooling2D<2>("pool_2"), Flatten<>("flatten"),
+                Dropout<>(0.3, "dropout", 1), Dense<128, activations::relu>("hidden"), Dense<10>("logits"));
+}
 
-/// Rows `order[first, first + count)` of a split as a batch.
-std::pair<Tensor<float, dynamic, 784>, Tensor<std::int32_t, dynamic>> batch_of(const split& s,
-                                                                              const std::vector<std::size_t>& order,
-                                                                              std::size_t first, std::size_t count) {
-  value_buffer<float> x(count * pixels);
-  std::vector<std::int32_t> y(count);
-  for (std::size_t r = 0; r < count; ++r) {
-    const std::size_t row = order[first + r];
-    std::copy_n(s.images.row(row).begin(), pixels, x.begin() + static_cast<std::ptrdiff_t>(r * pixels));
-    y[r] = s.labels[row];
+/// 784-512-256-10 with Dropout(0.2).
+template <class P>
+using mlp = Sequential<P, Input<784>, Dense<512, activations::relu>, Dropout<>, Dense<256, activations::relu>, Dense<10>>;
+template <class P>
+mlp<P> make_mlp() {
+  return mlp<P>(Dense<512, activations::relu>("hidden_1"), Dropout<>(0.2, "dropout", 1),
+                Dense<256, activations::relu>("hidden_2"), Dense<10>("logits"));
+}
+
+/// A callback of our own: the steps at which the loss scale changed, and the skipped steps.
+class LossScaleHistory : public callbacks::Callback {
+ public:
+  void on_train_step_end(int /*epoch*/, int /*batch*/, const Logs& logs) override {
+    const auto scale = logs.find("loss_scale");
+    if (scale == logs.end()) return;
+    ++step_;
+    if (logs.at("skipped") != 0.0) ++skipped_;
+    if (changes_.empty() || changes_.back().second != scale->second) changes_.emplace_back(step_, scale->second);
   }
-  return {Tensor<float, dynamic, 784>(std::move(x)), Tensor<std::int32_t, dynamic>(y)};
+  void print() const {
+    if (changes_.empty()) {
+      std::printf("No loss scaling (the policy does not compute in float16, or --no-loss-scaling).\n");
+      return;
+    }
+    std::printf("Loss scale: %lld of %lld steps skipped; the scale each step used, from the step it took effect:",
+                skipped_, step_);
+    for (const auto& [step, scale] : changes_) std::printf(" %lld:%.0f", step, scale);
+    std::printf("\n");
+  }
+
+ private:
+  long long step_ = 0, skipped_ = 0;
+  std::vector<std::pair<long long, double>> changes_;
+};
+
+template <class Model, class X>
+void train(const options& o, Model model, const X& x, const X& x_test, const Tensor<std::int32_t, dynamic>& y,
+           const Tensor<std::int32_t, dynamic>& y_test) {
+  const std::size_t steps_per_epoch = (x.batch() + o.batch_size - 1) / o.batch_size;
+  // Adam whose learning rate decays along a cosine over the whole run.
+  const auto decay_steps = static_cast<std::int64_t>(o.epochs * steps_per_epoch);
+  model.compile(optimizers::Adam(schedules::CosineDecay(1e-3, decay_steps)),
+                losses::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
+                {.auto_scale_loss = o.loss_scaling});
+  std::printf("Fashion-MNIST: %zu training and %zu test images; %s under %s%s; Adam(CosineDecay(1e-3)), batch %zu\n",
+              x.batch(), x_test.batch(), o.model.c_str(), o.policy.c_str(),
+              model.loss_scale_optimizer() ? " with dynamic loss scaling" : "", o.batch_size);
+  std::fflush(stdout);
+
+  auto scales = std::make_shared<LossScaleHistory>();
+  callbacks::CallbackList extra{scales};
+  if (!o.csv.empty())
+    extra.push_back(std::make_shared<callbacks::CSVLogger>(o.csv + ".epochs.csv", ",", false, o.csv + ".steps.csv"));
+  const auto start = std::chrono::steady_clock::now();
+  model.fit(x, y, {.batch_size = o.batch_size, .epochs = static_cast<int>(o.epochs), .callbacks = extra, .seed = 2026});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const Logs test = model.evaluate(x_test, y_test, {.batch_size = 1000, .verbose = 0});
+  std::printf("Test: loss %.4f, accuracy %.4f (training took %.1f s)\n", test.at("loss"), test.at("accuracy"), seconds);
+  scales->print();
 }
 
 template <class P>
-void train(const options& o, const split& train_set, const split& test_set) {
-  using clock = std::chrono::steady_clock;
-  classifier<P> model(Dense<256, activations::relu>("hidden_1"), Dropout<>(0.2, "dropout", 1),
-                      Dense<128, activations::relu>("hidden_2"), Dense<10>("logits"));
-  model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"});
-  std::printf("Fashion-MNIST: %zu training and %zu test images; policy %s; 784-256-128-10 MLP, Adam(1e-3), batch %zu\n",
-              train_set.size(), test_set.size(), o.policy.c_str(), o.batch_size);
-
-  std::vector<std::size_t> order(train_set.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::mt19937_64 shuffle(2026);
-  double seconds = 0.0;
-  for (std::size_t epoch = 1; epoch <= o.epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), shuffle);
-    double loss = 0.0, correct = 0.0;
-    const auto start = clock::now();
-    for (std::size_t first = 0; first < order.size(); first += o.batch_size) {
-      const std::size_t count = std::min(o.batch_size, order.size() - first);
-      const auto [x, y] = batch_of(train_set, order, first, count);
-      const Logs logs = model.train_on_batch(x, y);
-      loss += logs.at("loss") * static_cast<double>(count);
-      correct += logs.at("accuracy") * static_cast<double>(count);
-    }
-    const double epoch_seconds = std::chrono::duration<double>(clock::now() - start).count();
-    seconds += epoch_seconds;
-    const double n = static_cast<double>(order.size());
-    std::printf("Epoch %zu/%zu - %.1fs - %.2f ms/step - loss: %.4f - accuracy: %.4f\n", epoch, o.epochs, epoch_seconds,
-                1e3 * epoch_seconds / static_cast<double>((order.size() + o.batch_size - 1) / o.batch_size), loss / n,
-                correct / n);
-  }
-  std::vector<std::size_t> all(test_set.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  const auto [x, y] = batch_of(test_set, all, 0, all.size());
-  const Logs test = model.test_on_batch(x, y);
-  std::printf("Test: loss %.4f, accuracy %.4f (training took %.1f s)\n", test.at("loss"), test.at("accuracy"), seconds);
+void run(const options& o, const datasets::fashion_mnist::TrainTest& data) {
+  const auto labels = [](const auto& split, std::size_t n) {
+    const auto values = split.y.values();
+    return Tensor<std::int32_t, dynamic>(std::vector<std::int32_t>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n)));
+  };
+  const std::size_t n = std::min(o.limit, data.train.size());
+  const auto first = [&](const auto& images) {
+    using T = std::remove_cvref_t<decltype(images)>;
+    const auto values = images.values();
+    return T(value_buffer<typename T::dtype>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n * T::row_size)));
+  };
+  if (o.model == "cnn")
+    train(o, make_cnn<P>(), first(datasets::scaled<28, 28, 1>(data.train.x)), datasets::scaled<28, 28, 1>(data.test.x),
+          labels(data.train, n), labels(data.test, data.test.size()));
+  else
+    train(o, make_mlp<P>(), first(datasets::scaled<784>(data.train.x)), datasets::scaled<784>(data.test.x),
+          labels(data.train, n), labels(data.test, data.test.size()));
 }
 
 }  // namespace
@@ -145,11 +173,10 @@ void train(const options& o, const split& train_set, const split& test_set) {
 int main(int argc, char** argv) {
   try {
     const options o = parse(argc, argv);
-    auto [train_data, test_data] = datasets::fashion_mnist::load_data(o.data);
-    const split train_set = first(std::move(train_data), o.limit), test_set = first(std::move(test_data), 10000);
-    if (o.policy == "float32") train<policies::float32>(o, train_set, test_set);
-    else if (o.policy == "mixed_float16") train<policies::mixed_float16>(o, train_set, test_set);
-    else train<policies::mixed_bfloat16>(o, train_set, test_set);
+    const auto data = datasets::fashion_mnist::load_data(o.data);
+    if (o.policy == "float32") run<policies::float32>(o, data);
+    else if (o.policy == "mixed_bfloat16") run<policies::mixed_bfloat16>(o, data);
+    else run<policies::mixed_float16>(o, data);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());

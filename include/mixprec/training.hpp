@@ -1,4 +1,5 @@
-// Training: losses, metrics, optimizers, learning-rate schedules, loss scaling, checkpoints.
+// Training: losses, metrics, optimizers, learning-rate schedules, loss scaling, checkpoints;
+// fit / evaluate / predict and callbacks.
 #pragma once
 
 #include <mixprec/training/checkpoint.hpp>
@@ -8,3 +9,7 @@
 #include <mixprec/training/optimizers.hpp>
 #include <mixprec/training/model_training.hpp>
 #include <mixprec/training/schedules.hpp>
+#include <mixprec/training/callback.hpp>
+#include <mixprec/training/callbacks.hpp>
+#include <mixprec/training/progress_bar.hpp>
+#include <mixprec/training/fit.hpp>

@@ -247,6 +247,23 @@ class RuntimeModel {
     return detail::training_entry<RuntimeModel, std::void_t<X>>::test_on_batch(*this, as_any(x), y);
   }
 
+  /// Keras' fit: epochs of (shuffled) batches of train_on_batch, validation, callbacks; returns
+  /// the History. model.fit(x, y, {.batch_size = 64, .epochs = 5}).
+  template <class Options = FitOptions<AnyTensor, AnyTensor>>
+  auto fit(const AnyTensor& x, const AnyTensor& y, const Options& options = {}) {
+    return detail::training_entry<RuntimeModel, detail::loop_entry<Options>>::fit(*this, x, y, options);
+  }
+  /// The loss and metrics over all of x, in batches (inference mode; nothing changes).
+  template <class Options = EvaluateOptions>
+  Logs evaluate(const AnyTensor& x, const AnyTensor& y, const Options& options = {}) {
+    return detail::training_entry<RuntimeModel, detail::loop_entry<Options>>::evaluate(*this, x, y, options);
+  }
+  /// model(x) in batches, the outputs concatenated.
+  template <class Options = PredictOptions>
+  AnyTensor predict(const AnyTensor& x, const Options& options = {}) {
+    return detail::training_entry<RuntimeModel, detail::loop_entry<Options>>::predict(*this, x, options);
+  }
+
   /// Handles on the weights a training step updates (layer and weight trainable), and on the rest.
   std::vector<weight_handle> trainable_weights() { return weights_where(true); }
   std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }

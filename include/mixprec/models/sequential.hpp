@@ -316,6 +316,26 @@ class Sequential {
     return detail::training_entry<Sequential, std::void_t<T>>::test_on_batch(*this, x, y);
   }
 
+  /// Keras' fit: epochs of (shuffled) batches of train_on_batch, validation, callbacks; returns
+  /// the History. x and y have a dynamic batch. model.fit(x, y, {.batch_size = 64, .epochs = 5}).
+  template <class T, std::size_t... E, class L, std::size_t... F,
+            class Options = FitOptions<Tensor<T, E...>, Tensor<L, F...>>>
+  auto fit(const Tensor<T, E...>& x, const Tensor<L, F...>& y, const Options& options = {}) {
+    check_labels<L, F...>();
+    return detail::training_entry<Sequential, detail::loop_entry<Options>>::fit(*this, x, y, options);
+  }
+  /// The loss and metrics over all of x, in batches (inference mode; nothing changes).
+  template <class T, std::size_t... E, class L, std::size_t... F, class Options = EvaluateOptions>
+  Logs evaluate(const Tensor<T, E...>& x, const Tensor<L, F...>& y, const Options& options = {}) {
+    check_labels<L, F...>();
+    return detail::training_entry<Sequential, detail::loop_entry<Options>>::evaluate(*this, x, y, options);
+  }
+  /// model(x) in batches, the outputs concatenated.
+  template <class T, std::size_t... E, class Options = PredictOptions>
+  output_type predict(const Tensor<T, E...>& x, const Options& options = {}) {
+    return detail::training_entry<Sequential, detail::loop_entry<Options>>::predict(*this, x, options);
+  }
+
   /// Handles on the weights a training step updates (layer and weight trainable), and on the rest.
   std::vector<weight_handle> trainable_weights() { return weights_where(true); }
   std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }

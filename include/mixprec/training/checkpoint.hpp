@@ -34,20 +34,11 @@
 
 namespace mixprec {
 
-namespace detail {
-
-inline optimizers::Optimizer& weight_updating(compiled_model::any_optimizer& optimizer) {
-  if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->inner_optimizer();
-  return std::get<optimizers::Optimizer>(optimizer);
-}
-
-}  // namespace detail
-
 /// Writes the model's weights and its training state to `file` (the model must be compiled).
 template <class Model>
 void save_checkpoint(Model& model, const std::string& file) {
   detail::compiled_model& c = detail::training_entry<Model>::compiled(model);
-  optimizers::Optimizer& optimizer = c.updating_optimizer();
+  optimizers::Optimizer& optimizer = detail::optimizer_of(c);
   std::vector<weight_handle> handles = model.weights();
   const std::vector<weight_handle> slots = optimizer.slot_handles(model.trainable_weights());
   handles.insert(handles.end(), slots.begin(), slots.end());
@@ -68,7 +59,7 @@ void load_checkpoint(Model& model, const std::string& file) {
   detail::compiled_model& c = detail::training_entry<Model>::compiled(model);
   // The optimizer is restored into a copy, which replaces it once everything has loaded.
   detail::compiled_model::any_optimizer restored = c.optimizer;
-  optimizers::Optimizer& optimizer = detail::weight_updating(restored);
+  optimizers::Optimizer& optimizer = detail::optimizer_of(restored);
   std::vector<std::string> layer_states;
   load_weights(model.weights(), file, [&](const nlohmann::json& training) {
     const std::string saved_class = training.at("optimizer").at("class_name").get<std::string>();

@@ -59,11 +59,6 @@ struct compiled_model final : compiled_state {
   losses::Loss loss;
   std::vector<metrics::Metric> metrics;
 
-  /// The optimizer that updates the weights (a LossScaleOptimizer's inner one).
-  optimizers::Optimizer& updating_optimizer() {
-    if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->inner_optimizer();
-    return std::get<optimizers::Optimizer>(optimizer);
-  }
   /// The scale this step multiplies the loss by, if the loss is scaled.
   std::optional<float> loss_scale() const {
     if (const auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->dynamic_scale();
@@ -78,6 +73,14 @@ struct compiled_model final : compiled_state {
     return true;
   }
 };
+
+/// The optimizer that updates the weights (a LossScaleOptimizer's inner one): the one place that
+/// knows where compile() keeps it.
+inline optimizers::Optimizer& optimizer_of(compiled_model::any_optimizer& optimizer) {
+  if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->inner_optimizer();
+  return std::get<optimizers::Optimizer>(optimizer);
+}
+inline optimizers::Optimizer& optimizer_of(compiled_model& compiled) { return optimizer_of(compiled.optimizer); }
 
 /// What compile() gives a model whose policy asks for loss scaling and an optimizer that does
 /// not scale yet: a LossScaleOptimizer for a dynamic scale, loss_scale_factor for a fixed one.
@@ -276,7 +279,7 @@ struct training_entry<Model, void> {
 
   /// What compile() left in the model (std::invalid_argument before compile()).
   static compiled_model& compiled(Model& model) { return compiled_of(model.compiled_); }
-  static optimizers::Optimizer& optimizer(Model& model) { return compiled(model).updating_optimizer(); }
+  static optimizers::Optimizer& optimizer(Model& model) { return optimizer_of(compiled(model)); }
   static optimizers::LossScaleOptimizer* loss_scale_optimizer(Model& model) {
     return std::get_if<optimizers::LossScaleOptimizer>(&compiled_of(model.compiled_).optimizer);
   }

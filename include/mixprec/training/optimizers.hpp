@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -69,6 +70,9 @@ class Optimizer {
   const schedules::LearningRate& learning_rate() const { return learning_rate_; }
   /// The rate the next apply() uses.
   float current_learning_rate() const { return learning_rate_.at(iterations_); }
+  /// Keras' `optimizer.learning_rate = ...`: a float replaces a schedule (and a schedule a float);
+  /// the next apply() reads it. Slots and iterations are kept.
+  void set_learning_rate(schedules::LearningRate learning_rate) { learning_rate_ = std::move(learning_rate); }
   const options& settings() const { return options_; }
   /// Keras 3's fixed loss scaling (compile() sets it for a policy with a FixedLossScale).
   void set_loss_scale_factor(double factor) {

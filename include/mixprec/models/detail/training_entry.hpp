@@ -2,11 +2,30 @@
 // sits above the models: the models call training_entry<Model>, which training/model_training.hpp
 // defines; without that header a call is a compile error that says which header to include. What
 // compile() keeps lives in the model behind compiled_state, a type the models floor never looks into.
+// fit() / evaluate() / predict() reach training_entry<Model, loop_entry<...>> (training/fit.hpp)
+// the same way; their option types are declared here and defined there.
 #pragma once
 
 #include <memory>
 
+namespace mixprec {
+
+class AnyTensor;
+/// fit()'s options; X and Y are the types of x and y. These types are defined on the training
+/// floor (training/fit.hpp): #include <mixprec/training.hpp> to call fit / evaluate / predict.
+template <class X = AnyTensor, class Y = AnyTensor>
+struct FitOptions;
+struct EvaluateOptions;
+struct PredictOptions;
+
+}  // namespace mixprec
+
 namespace mixprec::detail {
+
+/// The second argument of training_entry for fit(), evaluate() and predict(): dependent on the
+/// call, so that without the training floor the primary template's message is what one sees.
+template <class>
+struct loop_entry {};
 
 struct compiled_state {
   virtual ~compiled_state() = default;
