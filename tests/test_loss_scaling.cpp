@@ -12,6 +12,7 @@
 #include <fstream>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -598,4 +599,44 @@ TEST_CASE_TEMPLATE("a checkpoint resumes training to the same bits, on both mode
   CHECK(resumed.loss_scale_optimizer()->state() == scale_before);
   std::remove(file.c_str());
   std::remove(weights_only.c_str());
+}
+
+TEST_CASE("fit with dynamic loss scaling: skipped steps in History and the progress bar; resuming a fit from a checkpoint") {
+  // 12 rows in batches of 3; rows 6..8 (the third batch of an unshuffled epoch) overflow float16.
+  value_buffer<float> values(12 * 4);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7) % 11) / 11.0f - 0.5f;
+  values[6 * 4 + 1] = 1e30f;
+  const Tensor<float, dynamic, 4> x(std::move(values));
+  const Tensor<std::int32_t, dynamic> y(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2});
+  mlp<policies::mixed_float16> model;
+  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  std::ostringstream bar;
+  const History history = model.fit(
+      x, y,
+      {.batch_size = 3, .epochs = 2, .verbose = 2,
+       .callbacks = {std::make_shared<callbacks::ProgbarLogger>(bar)}, .shuffle = false});
+  CHECK(history.history.at("skipped") == std::vector<double>{1.0, 1.0});
+  CHECK(history.history.at("loss_scale") == std::vector<double>{16384.0, 8192.0});
+  CHECK(model.loss_scale_optimizer()->attempted_steps() == 8);
+  CHECK(model.optimizer().iterations() == 6);
+  CHECK(bar.str().find("loss_scale: 16384.0000 - skipped: 1") != std::string::npos);
+
+  // Two epochs straight, or one, a checkpoint, and the second in a fresh model: the same bits.
+  value_buffer<float> clean(x.values().begin(), x.values().end());
+  clean[6 * 4 + 1] = 0.25f;
+  const Tensor<float, dynamic, 4> data(std::move(clean));
+  mlp<policies::mixed_float16> straight, first, resumed;
+  copy_weights(straight, first);
+  copy_weights(straight, resumed);
+  for (auto* m : {&straight, &first, &resumed})
+    m->compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  const History whole = straight.fit(data, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .seed = 9});
+  first.fit(data, y, {.batch_size = 4, .epochs = 1, .verbose = 0, .seed = 9});
+  save_checkpoint(first, "fit_resume_test.mpxw");
+  load_checkpoint(resumed, "fit_resume_test.mpxw");
+  const History second = resumed.fit(data, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .initial_epoch = 1, .seed = 9});
+  CHECK(second.history.at("loss").front() == whole.history.at("loss").back());
+  CHECK(weight_bytes(straight) == weight_bytes(resumed));
+  CHECK(adam_state(straight.optimizer()) == adam_state(resumed.optimizer()));
+  std::remove("fit_resume_test.mpxw");
 }
