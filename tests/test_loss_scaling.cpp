@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -135,8 +136,11 @@ TEST_CASE("DynamicLossScale: growth after increment_period finite steps, halving
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(DynamicLossScale(8, 5, 1.0), doctest::Contains("`multiplier` must be a finite number > 1"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(DynamicLossScale(8, 5, 2.0, 16), doctest::Contains("`minimum_scale` must be > 0 and at most"),
+  CHECK_THROWS_WITH_AS(DynamicLossScale(8, 5, 2.0, 16), doctest::Contains("`minimum_scale` must be a float32 number > 0 and at most"),
                        std::invalid_argument);
+  // The scale lives in float32: a floor that rounds to 0 there is rejected.
+  CHECK_THROWS_WITH_AS(DynamicLossScale(8, 5, 2.0, 1e-50), doctest::Contains("`minimum_scale`"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(DynamicLossScale(1e-50), doctest::Contains("`initial_loss_scale`"), std::invalid_argument);
 }
 
 TEST_CASE("loss scale identifiers") {
@@ -216,6 +220,19 @@ TEST_CASE("set_policy: the global policy and its loss scale; set_dtype_policy fo
   mixed_precision::experimental::set_policy(Policy("mixed_float16", 512));
   CHECK(dtype_policy() == DTypePolicy("mixed_float16"));
   CHECK(std::get<FixedLossScale>(*mixed_precision::experimental::global_policy().loss_scale())() == 512.0f);
+  {
+    policy_scope scope("float32");  // a scope restores the loss scale too
+    CHECK_FALSE(mixed_precision::experimental::global_policy().loss_scale().has_value());
+  }
+  CHECK(std::get<FixedLossScale>(*mixed_precision::experimental::global_policy().loss_scale())() == 512.0f);
+  {
+    // A quantized global policy: models whose layers name their dtype still build.
+    policy_scope scope("int8_from_mixed_bfloat16");
+    CHECK(mixed_precision::experimental::global_policy().name() == "int8_from_mixed_bfloat16");
+    CHECK_FALSE(mixed_precision::experimental::global_policy().loss_scale().has_value());
+    RuntimeModel model({4}, {layer_configs::dense(3, "linear", "float32")});
+    CHECK(model.dtype_policy().name() == "int8_from_mixed_bfloat16");
+  }
   set_dtype_policy("mixed_float16");
   CHECK(mixed_precision::experimental::global_policy().using_default_loss_scale());
   CHECK(std::holds_alternative<DynamicLossScale>(*mixed_precision::experimental::global_policy().loss_scale()));
@@ -580,7 +597,7 @@ TEST_CASE_TEMPLATE("a checkpoint resumes training to the same bits, on both mode
   // Another optimizer, loss scaling on one side only, or a corrupted byte: rejected, nothing changed.
   auto sgd = make();
   sgd.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
-  CHECK_THROWS_WITH_AS(load_checkpoint(sgd, file), doctest::Contains("saved with a Adam optimizer"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(load_checkpoint(sgd, file), doctest::Contains("saved with the optimizer Adam, but the model is compiled with SGD"), std::invalid_argument);
   auto unscaled = make();
   unscaled.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true), {}, {.auto_scale_loss = false});
   CHECK_THROWS_WITH_AS(load_checkpoint(unscaled, file), doctest::Contains("saved with a LossScaleOptimizer"),
@@ -639,4 +656,82 @@ TEST_CASE("fit with dynamic loss scaling: skipped steps in History and the progr
   CHECK(weight_bytes(straight) == weight_bytes(resumed));
   CHECK(adam_state(straight.optimizer()) == adam_state(resumed.optimizer()));
   std::remove("fit_resume_test.mpxw");
+}
+
+TEST_CASE("the stall error through train_on_batch changes nothing") {
+  dropping model(Dense<6, activations::relu>(), Dropout<>(0.3, "dropout", 5), BatchNormalization<>(), Dense<3>());
+  model.compile(optimizers::LossScaleOptimizer(optimizers::Adam(1e-2), 1.0, 2000, {.max_skipped_steps_at_minimum = 2}),
+                losses::SparseCategoricalCrossentropy(true), {"accuracy"});
+  model.train_on_batch(inputs(), labels());
+  auto huge = inputs();
+  huge[0] = 1e30f;
+  CHECK(model.train_on_batch(huge, labels()).at("skipped") == 1.0);  // the first skip at the minimum scale
+  const auto weights = weight_bytes(model);
+  const auto states = model.layer_states();
+  const auto slots = adam_state(model.optimizer());
+  const auto scale = model.loss_scale_optimizer()->state();
+  CHECK_THROWS_WITH_AS(model.train_on_batch(huge, labels()), doctest::Contains("2 training steps in a row"), std::runtime_error);
+  CHECK(weight_bytes(model) == weights);
+  CHECK(model.layer_states() == states);
+  CHECK(adam_state(model.optimizer()) == slots);
+  CHECK(model.loss_scale_optimizer()->state() == scale);
+  CHECK(model.train_on_batch(inputs(), labels()).at("skipped") == 0.0);  // good data trains on
+}
+
+TEST_CASE("load_checkpoint: a rejection after the training state was read changes nothing; fixed scaling; no step yet") {
+  const auto train = [](auto& m) { return m.train_on_batch(inputs(), labels()); };
+  mlp<policies::mixed_float16> saved;
+  saved.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  train(saved);
+  save_checkpoint(saved, "reject_test.mpxw");
+  // Another model (other weights), the same optimizer: the weights are checked after the section.
+  using other = Sequential<policies::mixed_float16, Input<4>, Dense<5>, BatchNormalization<>, Dense<3>>;
+  other different;
+  different.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  train(different);
+  train(different);
+  const auto weights = weight_bytes(different);
+  const auto slots = adam_state(different.optimizer());
+  const auto scale = different.loss_scale_optimizer()->state();
+  CHECK_THROWS_WITH_AS(load_checkpoint(different, "reject_test.mpxw"), doctest::Contains("shape"), std::invalid_argument);
+  CHECK(weight_bytes(different) == weights);
+  CHECK(adam_state(different.optimizer()) == slots);
+  CHECK(different.loss_scale_optimizer()->state() == scale);
+  // Other loss-scale settings, another slot set.
+  mlp<policies::mixed_float16> slower;
+  slower.compile(optimizers::LossScaleOptimizer(optimizers::Adam(1e-2), 32768.0, 100), losses::SparseCategoricalCrossentropy(true));
+  CHECK_THROWS_WITH_AS(load_checkpoint(slower, "reject_test.mpxw"), doctest::Contains("its loss scale was"), std::invalid_argument);
+  mlp<policies::mixed_float16> amsgrad;
+  amsgrad.compile(optimizers::Adam(1e-2, 0.9, 0.999, 1e-7, true), losses::SparseCategoricalCrossentropy(true));
+  CHECK_THROWS_WITH_AS(load_checkpoint(amsgrad, "reject_test.mpxw"), doctest::Contains("keeps the slots"), std::invalid_argument);
+  // A corrupted training section.
+  {
+    std::fstream io("reject_test.mpxw", std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(io)), std::istreambuf_iterator<char>());
+    const auto at = bytes.find("\"iterations\":1");
+    REQUIRE(at != std::string::npos);
+    io.seekp(static_cast<std::streamoff>(at + 13));
+    io.put('7');
+  }
+  mlp<policies::mixed_float16> target;
+  target.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  CHECK_THROWS_WITH_AS(load_checkpoint(target, "reject_test.mpxw"), doctest::Contains("training state is corrupted"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(target.load_weights("reject_test.mpxw"), doctest::Contains("training state is corrupted"),
+                       std::invalid_argument);
+
+  // Fixed scaling (loss_scale_factor) and an optimizer that has not stepped yet: a fresh model's
+  // checkpoint puts a trained one back to the start.
+  mlp<fixed_1024> fresh, trained;
+  copy_weights(fresh, trained);
+  fresh.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true));
+  trained.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true));
+  save_checkpoint(fresh, "reject_test.mpxw");
+  train(trained);
+  load_checkpoint(trained, "reject_test.mpxw");
+  CHECK(trained.optimizer().iterations() == 0);
+  CHECK(weight_bytes(trained) == weight_bytes(fresh));
+  CHECK(train(trained) == train(fresh));
+  CHECK(weight_bytes(trained) == weight_bytes(fresh));
+  std::remove("reject_test.mpxw");
 }

@@ -29,7 +29,7 @@ struct l1 {
   /// gradient += loss_scale * factor * sign(w) (0 at w = 0, as Keras' gradient of |w|), in T.
   template <class T>
   void add_gradient(std::span<const T> w, std::span<T> gradient, float loss_scale = 1.0f) const {
-    const T f = T(cast<T>(factor) * cast<T>(loss_scale)), zero = cast<T>(0);
+    const T f = cast<T>(factor * loss_scale), zero = cast<T>(0);
     for (std::size_t i = 0; i < w.size(); ++i)
       gradient[i] = T(gradient[i] + (w[i] > zero ? f : w[i] < zero ? T(-f) : zero));
   }
@@ -47,8 +47,8 @@ struct l2 {
   /// gradient += loss_scale * 2 factor w, in T.
   template <class T>
   void add_gradient(std::span<const T> w, std::span<T> gradient, float loss_scale = 1.0f) const {
-    const T twice = cast<T>(2.0 * factor), scale = cast<T>(loss_scale);
-    for (std::size_t i = 0; i < w.size(); ++i) gradient[i] = T(gradient[i] + T(T(twice * w[i]) * scale));
+    const T twice = cast<T>(2.0 * factor * loss_scale);  // the scale joins the factor: one rounding
+    for (std::size_t i = 0; i < w.size(); ++i) gradient[i] = T(gradient[i] + T(twice * w[i]));
   }
 };
 

@@ -6,8 +6,12 @@
 //   H bytes   JSON header: {"format": "mixprec-weights", "version": 1, "data_bytes": N,
 //               "weights": [{"path": "dense/kernel", "dtype": "float32", "shape": [784, 10],
 //                            "offset": 0, "bytes": 31360, "fnv1a64": "<hex>"}, ...],
-//               "training": {...}}   (checkpoints only: the optimizer's state, whose slots are
-//                                     weights under "optimizer/"; training/checkpoint.hpp)
+//               "training": {...}, "training_fnv1a64": "<hex>"}
+//             (checkpoints only: the optimizer's state, whose slots are weights under
+//             "optimizer/", training/checkpoint.hpp; the checksum is of the section's compact
+//             JSON with sorted keys)
+// The file is written next to its destination and renamed over it: a crash while saving leaves
+// the previous file whole.
 //   N bytes   the weights' values, each in its dtype, row-major, at its offset
 //
 // Loading checks everything (magic, lengths, JSON, that every weight of the model is there
@@ -16,10 +20,12 @@
 // A weight saved in another floating dtype is converted (rounded once) to the model's.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -77,6 +83,12 @@ inline std::size_t dtype_size(std::string_view dtype) {
   return with_dtype_at(*index, [](auto type) { return sizeof(typename decltype(type)::type); });
 }
 
+/// The checksum of a JSON value's compact text, keys sorted (as nlohmann::json keeps them).
+inline std::string json_checksum(const nlohmann::json& value) {
+  const std::string text = value.dump();
+  return hex64(fnv1a64(std::as_bytes(std::span(text))));
+}
+
 /// `load` for a weight stored as a Tensor of T: copies, or converts from another floating dtype.
 template <class T, class Assign>
 std::function<void(std::string_view, std::span<const std::byte>)> loader(std::size_t count, Assign assign) {
@@ -119,16 +131,25 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
     offset += w.bytes.size();
   }
   nlohmann::ordered_json header = {{"format", "mixprec-weights"}, {"version", 1}, {"data_bytes", offset}, {"weights", entries}};
-  if (!training.is_null()) header["training"] = training;
+  if (!training.is_null()) {
+    header["training"] = training;
+    header["training_fnv1a64"] = detail::json_checksum(nlohmann::json::parse(training.dump()));
+  }
   const std::string text = header.dump();
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::invalid_argument("Cannot save weights: cannot open '" + file + "' for writing.");
+  const std::string partial = file + ".partial";
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::invalid_argument("Cannot save weights: cannot open '" + partial + "' for writing.");
   const std::uint64_t length = text.size();
   out.write(detail::weights_magic.data(), 8);
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const auto& w : weights) out.write(reinterpret_cast<const char*>(w.bytes.data()), static_cast<std::streamsize>(w.bytes.size()));
-  if (!out.flush()) throw std::invalid_argument("Cannot save weights: writing '" + file + "' failed.");
+  out.close();
+  std::error_code error;
+  if (!out || (std::filesystem::rename(partial, file, error), error)) {
+    std::filesystem::remove(partial, error);
+    throw std::invalid_argument("Cannot save weights: writing '" + file + "' failed.");
+  }
 }
 
 /// What a checkpoint's loader makes of the header's "training" section: it checks it (throwing
@@ -198,8 +219,12 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
     detail::bad_weights_file(file, std::string("its header is malformed: ") + error.what());
   }
   std::function<void()> finish_training;
+  if (header.contains("training") &&
+      (!header["training"].is_object() || !header.contains("training_fnv1a64") ||
+       header["training_fnv1a64"] != detail::json_checksum(header["training"])))
+    detail::bad_weights_file(file, "its training state is corrupted (checksum mismatch).");
   if (load_training) {
-    if (!header.contains("training") || !header["training"].is_object())
+    if (!header.contains("training"))
       detail::bad_weights_file(file, "it holds weights only, not a training checkpoint (no optimizer state).");
     try {
       training_state state = load_training(header["training"]);
@@ -211,7 +236,11 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
       detail::bad_weights_file(file, std::string("its training state is malformed: ") + error.what());
     }
   } else if (header.contains("training")) {
-    std::erase_if(entries, [](const auto& entry) { return entry.first.starts_with("optimizer/"); });
+    // A checkpoint read as weights: its optimizer slots are not the model's.
+    std::erase_if(entries, [&](const auto& entry) {
+      return entry.first.starts_with("optimizer/") &&
+             std::none_of(weights.begin(), weights.end(), [&](const weight_handle& w) { return w.path == entry.first; });
+    });
   }
   std::vector<std::string> missing;
   for (const auto& w : weights) {

@@ -64,7 +64,7 @@ class Policy {
   explicit Policy(std::string_view name, const LossScaleArgument& loss_scale = "auto")
       : policy_(name), using_default_(loss_scale.is_auto()) {
     if (using_default_) {
-      if (policy_.compute_dtype() == "float16") loss_scale_ = DynamicLossScale();
+      loss_scale_ = default_loss_scale(policy_);
     } else {
       loss_scale_ = loss_scale.resolve();
       if (loss_scale_ && policy_.compute_dtype() != "float16")
@@ -114,6 +114,11 @@ class Policy {
   friend Policy global_policy();
   Policy(DTypePolicy policy, bool using_default, std::optional<LossScale> loss_scale)
       : policy_(std::move(policy)), using_default_(using_default), loss_scale_(std::move(loss_scale)) {}
+  /// "auto": dynamic for float16 compute, none otherwise.
+  static std::optional<LossScale> default_loss_scale(const DTypePolicy& policy) {
+    if (policy.compute_dtype() == "float16") return DynamicLossScale();
+    return std::nullopt;
+  }
 
   DTypePolicy policy_;
   bool using_default_;
@@ -130,14 +135,13 @@ inline void set_policy(const Policy& policy) {
   if (!policy.using_default_loss_scale()) slot.loss_scale = policy.loss_scale();
 }
 
-/// The global policy with its loss scale ("auto" unless set_policy gave another).
+/// The global policy (any kind, quantized too) with its loss scale ("auto" unless set_policy
+/// gave another).
 inline Policy global_policy() {
   auto& slot = mixprec::detail::global_policy();
-  std::unique_lock lock(slot.mutex);
+  std::lock_guard lock(slot.mutex);
   if (slot.loss_scale) return Policy(slot.policy, false, *slot.loss_scale);
-  const DTypePolicy plain = slot.policy;
-  lock.unlock();
-  return Policy(std::string(plain.name()));
+  return Policy(slot.policy, true, Policy::default_loss_scale(slot.policy));
 }
 
 }  // namespace mixprec::mixed_precision::experimental

@@ -44,18 +44,32 @@ inline void set_dtype_policy(std::string_view name) { set_dtype_policy(detail::p
 /// The global policy; float32 until set.
 inline DTypePolicy dtype_policy() { return detail::read_global_policy(); }
 
-/// Sets the global policy for a scope and restores the previous one when it ends:
+/// Sets the global policy for a scope and restores the previous one (with the loss scale an
+/// experimental set_policy gave it) when it ends:
 ///   { policy_scope scope("mixed_bfloat16"); ... }
 class policy_scope {
  public:
-  explicit policy_scope(const DTypePolicy& policy) : previous_(dtype_policy()) { set_dtype_policy(policy); }
+  explicit policy_scope(const DTypePolicy& policy) {
+    auto& slot = detail::global_policy();
+    std::lock_guard lock(slot.mutex);
+    previous_ = slot.policy;
+    previous_loss_scale_ = slot.loss_scale;
+    slot.policy = policy;
+    slot.loss_scale.reset();
+  }
   explicit policy_scope(std::string_view name) : policy_scope(detail::policy_from_string(name)) {}
-  ~policy_scope() { set_dtype_policy(previous_); }
+  ~policy_scope() {
+    auto& slot = detail::global_policy();
+    std::lock_guard lock(slot.mutex);
+    slot.policy = previous_;
+    slot.loss_scale = previous_loss_scale_;
+  }
   policy_scope(const policy_scope&) = delete;
   policy_scope& operator=(const policy_scope&) = delete;
 
  private:
-  DTypePolicy previous_;
+  DTypePolicy previous_{"float32"};
+  decltype(detail::global_policy_slot::loss_scale) previous_loss_scale_;
 };
 
 }  // namespace mixprec

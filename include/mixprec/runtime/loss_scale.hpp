@@ -77,8 +77,10 @@ class DynamicLossScale {
                             double multiplier = 2.0, double minimum_scale = 1.0)
       : initial_(initial_loss_scale), period_(increment_period), multiplier_(multiplier), minimum_(minimum_scale),
         current_(static_cast<float>(initial_loss_scale)) {
+    // The scale lives in float32: its checks are on the float32 values.
+    const auto positive_float = [](double v) { return static_cast<float>(v) > 0.0f && std::isfinite(static_cast<float>(v)); };
     const auto finite_float = [](double v) { return std::isfinite(static_cast<float>(v)); };
-    if (!(initial_loss_scale > 0.0 && finite_float(initial_loss_scale)))
+    if (!positive_float(initial_loss_scale))
       throw std::invalid_argument("DynamicLossScale: `initial_loss_scale` must be a finite float32 number > 0. Received: " +
                                   mixprec::detail::number_text(initial_loss_scale));
     if (increment_period < 1)
@@ -87,8 +89,8 @@ class DynamicLossScale {
     if (!(multiplier > 1.0 && finite_float(multiplier)))
       throw std::invalid_argument("DynamicLossScale: `multiplier` must be a finite number > 1. Received: " +
                                   mixprec::detail::number_text(multiplier));
-    if (!(minimum_scale > 0.0 && minimum_scale <= initial_loss_scale))
-      throw std::invalid_argument("DynamicLossScale: `minimum_scale` must be > 0 and at most `initial_loss_scale` (" +
+    if (!(positive_float(minimum_scale) && minimum_scale <= initial_loss_scale))
+      throw std::invalid_argument("DynamicLossScale: `minimum_scale` must be a float32 number > 0 and at most `initial_loss_scale` (" +
                                   mixprec::detail::number_text(initial_loss_scale) +
                                   "). Received: " + mixprec::detail::number_text(minimum_scale));
   }

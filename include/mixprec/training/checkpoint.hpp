@@ -9,13 +9,16 @@
 // The file is a weights file (models/weights_io.hpp; load_weights reads its weights alone) whose
 // header also has a "training" section: the optimizer's class and config, its iterations, its
 // slots (as weights "optimizer/<weight path>/<slot>", in the variable dtype), the loss scale's
-// state (scale, good steps, attempted and skipped counts) under a LossScaleOptimizer, and each
-// layer's state beyond its weights (Dropout's generator). Loading checks everything first: a
-// corrupted file, another model, another optimizer kind or loss scaling on one side only is a
-// std::invalid_argument naming the problem, and leaves the model and its optimizer untouched.
+// settings and state (scale, good steps, attempted and skipped counts) under a
+// LossScaleOptimizer, and each layer's state beyond its weights (Dropout's generator). Loading
+// checks everything first: a corrupted file, another model, another optimizer class or slot set,
+// other loss-scale settings or loss scaling on one side only is a std::invalid_argument naming
+// the problem, and leaves the model and its optimizer untouched. The other settings (the learning
+// rate, say) are the resuming model's compile()'s: the config in the file is for reading.
 // The metrics are not saved (train_on_batch and fit reset them before they count).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/detail/config_reader.hpp>
 #include <mixprec/training/loss_scale_optimizer.hpp>
 #include <mixprec/training/model_training.hpp>
 #include <mixprec/training/optimizers.hpp>
@@ -47,7 +51,9 @@ void save_checkpoint(Model& model, const std::string& file) {
       {"optimizer", {{"class_name", optimizer.class_name()}, {"config", optimizer.get_config()}}},
       {"iterations", optimizer.iterations()},
       {"slots", !slots.empty()},
+      {"slot_names", optimizer.slot_names()},
       {"loss_scale", scaled ? scaled->state() : nlohmann::ordered_json(nullptr)},
+      {"loss_scale_settings", scaled ? scaled->loss_scale().get_config() : nlohmann::ordered_json(nullptr)},
       {"layer_states", model.layer_states()}};
   save_weights(handles, file, training);
 }
@@ -62,20 +68,33 @@ void load_checkpoint(Model& model, const std::string& file) {
   optimizers::Optimizer& optimizer = detail::optimizer_of(restored);
   std::vector<std::string> layer_states;
   load_weights(model.weights(), file, [&](const nlohmann::json& training) {
-    const std::string saved_class = training.at("optimizer").at("class_name").get<std::string>();
+    detail::config_reader section(training, "the checkpoint's training state");
+    const std::string saved_class = section.raw("optimizer").at("class_name").get<std::string>();
     if (saved_class != optimizer.class_name())
-      throw std::invalid_argument("it was saved with a " + saved_class + " optimizer, but the model is compiled with " +
+      throw std::invalid_argument("it was saved with the optimizer " + saved_class + ", but the model is compiled with " +
                                   std::string(optimizer.class_name()) + ".");
-    const nlohmann::json& loss_scale = training.at("loss_scale");
+    const auto slot_names = section.raw("slot_names").get<std::vector<std::string>>();
+    const auto expected_slots = optimizer.slot_names();
+    if (!std::equal(slot_names.begin(), slot_names.end(), expected_slots.begin(), expected_slots.end()))
+      throw std::invalid_argument("its " + saved_class + " keeps the slots " + nlohmann::json(slot_names).dump() +
+                                  ", the model's " + nlohmann::json(expected_slots).dump() +
+                                  " (another momentum or amsgrad setting?).");
+    const nlohmann::json& loss_scale = section.raw("loss_scale");
+    const nlohmann::json& settings = section.raw("loss_scale_settings");
     auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&restored);
     if (loss_scale.is_null() != (scaled == nullptr))
       throw std::invalid_argument(loss_scale.is_null()
                                       ? "it was saved without loss scaling, but the model's optimizer is a LossScaleOptimizer."
                                       : "it was saved with a LossScaleOptimizer, but the model's optimizer has none.");
+    if (scaled && settings != nlohmann::json(scaled->loss_scale().get_config()))
+      throw std::invalid_argument("its loss scale was " + settings.dump() + ", the model's is " +
+                                  nlohmann::json(scaled->loss_scale().get_config()).dump() + ".");
     const std::vector<weight_handle> trained = model.trainable_weights();
-    optimizer.prepare_restore(trained, training.at("slots").get<bool>(), training.at("iterations").get<std::int64_t>());
+    const bool built = section.boolean("slots", false);
+    optimizer.prepare_restore(trained, built, section.integer("iterations"));
     if (scaled) scaled->restore_state(loss_scale);
-    layer_states = training.at("layer_states").get<std::vector<std::string>>();
+    layer_states = section.raw("layer_states").get<std::vector<std::string>>();
+    section.finish();
     model.check_layer_states(layer_states);
     return training_state{optimizer.slot_handles(trained), [&] {
                             c.optimizer = std::move(restored);

@@ -145,7 +145,7 @@ class Optimizer {
 
   /// For checkpoints: the slots as weights, "optimizer/<variable path>/<slot name>" shaped as
   /// the variables (`variables`: the trained weights, in apply()'s order); none before the
-  /// first step.
+  /// first step. The handles are valid until the slots are rebuilt (prepare_restore).
   std::vector<weight_handle> slot_handles(const std::vector<weight_handle>& variables) {
     std::vector<weight_handle> handles;
     if (!built()) return handles;
