@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every benchmark program built in <build-dir>/benchmarks (each bench_* executable) and the
 # PyTorch comparison scripts (benchmarks/torch_*.py). JSON results go to
-# <build-dir>/benchmarks/results/<program>.json.
+# <build-dir>/benchmarks/results/<program>.json. bench_fashion_mnist and torch_fashion_mnist.py
+# (one epoch of the demo's training, a few minutes each) read Debian's dataset-fashion-mnist and
+# skip their cases without it.
 #   benchmarks/run.sh build/release [Google Benchmark flags, e.g. --benchmark_filter=gemm]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -25,6 +25,8 @@
 #include <mixprec/models.hpp>
 #include <mixprec/training.hpp>
 
+#include "fashion_mnist_models.hpp"
+
 using namespace mixprec;
 
 namespace {
@@ -75,26 +77,8 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-/// Conv2D(32, 3x3) MaxPool Conv2D(64, 3x3) MaxPool Flatten Dropout(0.3) Dense(128) Dense(10).
-template <class P>
-using cnn = Sequential<P, Input<28, 28, 1>, Conv2D<32, 3, 3, activations::relu>, MaxPooling2D<2>,
-                       Conv2D<64, 3, 3, activations::relu>, MaxPooling2D<2>, Flatten<>, Dropout<>,
-                       Dense<128, activations::relu>, Dense<10>>;
-template <class P>
-cnn<P> make_cnn() {
-  return cnn<P>(Conv2D<32, 3, 3, activations::relu>("conv_1"), MaxPooling2D<2>("pool_1"),
-                Conv2D<64, 3, 3, activations::relu>("conv_2"), MaxPooling2D<2>("pool_2"), Flatten<>("flatten"),
-                Dropout<>(0.3, "dropout", 1), Dense<128, activations::relu>("hidden"), Dense<10>("logits"));
-}
-
-/// 784-512-256-10 with Dropout(0.2).
-template <class P>
-using mlp = Sequential<P, Input<784>, Dense<512, activations::relu>, Dropout<>, Dense<256, activations::relu>, Dense<10>>;
-template <class P>
-mlp<P> make_mlp() {
-  return mlp<P>(Dense<512, activations::relu>("hidden_1"), Dropout<>(0.2, "dropout", 1),
-                Dense<256, activations::relu>("hidden_2"), Dense<10>("logits"));
-}
+using fashion_mnist_demo::make_cnn;
+using fashion_mnist_demo::make_mlp;
 
 /// A callback of our own: the steps at which the loss scale changed, and the skipped steps.
 class LossScaleHistory : public callbacks::Callback {
@@ -125,15 +109,12 @@ class LossScaleHistory : public callbacks::Callback {
 template <class Model, class X>
 void train(const options& o, Model model, const X& x, const X& x_test, const Tensor<std::int32_t, dynamic>& y,
            const Tensor<std::int32_t, dynamic>& y_test) {
-  const std::size_t steps_per_epoch = (x.batch() + o.batch_size - 1) / o.batch_size;
-  // Adam whose learning rate decays along a cosine over the whole run.
-  const auto decay_steps = static_cast<std::int64_t>(o.epochs * steps_per_epoch);
-  model.compile(optimizers::Adam(schedules::CosineDecay(1e-3, decay_steps)),
-                losses::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
-                {.auto_scale_loss = o.loss_scaling});
-  std::printf("Fashion-MNIST: %zu training and %zu test images; %s under %s%s; Adam(CosineDecay(1e-3)), batch %zu\n",
+  const auto decay_steps = static_cast<std::int64_t>(o.epochs * fashion_mnist_demo::steps_per_epoch(x.batch(), o.batch_size));
+  fashion_mnist_demo::compile(model, decay_steps, o.loss_scaling);
+  std::printf("Fashion-MNIST: %zu training and %zu test images; %s under %s%s; Adam(CosineDecay(%g)), batch %zu\n",
               x.batch(), x_test.batch(), o.model.c_str(), o.policy.c_str(),
-              model.loss_scale_optimizer() ? " with dynamic loss scaling" : "", o.batch_size);
+              model.loss_scale_optimizer() ? " with dynamic loss scaling" : "", fashion_mnist_demo::learning_rate<Model>,
+              o.batch_size);
   std::fflush(stdout);
 
   auto scales = std::make_shared<LossScaleHistory>();
@@ -141,7 +122,10 @@ void train(const options& o, Model model, const X& x, const X& x_test, const Ten
   if (!o.csv.empty())
     extra.push_back(std::make_shared<callbacks::CSVLogger>(o.csv + ".epochs.csv", ",", false, o.csv + ".steps.csv"));
   const auto start = std::chrono::steady_clock::now();
-  model.fit(x, y, {.batch_size = o.batch_size, .epochs = static_cast<int>(o.epochs), .callbacks = extra, .seed = 2026});
+  // The test images as validation data: val_accuracy after each epoch, as Keras' tutorials do.
+  model.fit(x, y,
+            {.batch_size = o.batch_size, .epochs = static_cast<int>(o.epochs), .callbacks = extra,
+             .validation_data = std::pair(x_test, y_test), .seed = 2026});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Logs test = model.evaluate(x_test, y_test, {.batch_size = 1000, .verbose = 0});
   std::printf("Test: loss %.4f, accuracy %.4f (training took %.1f s)\n", test.at("loss"), test.at("accuracy"), seconds);
