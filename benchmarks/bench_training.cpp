@@ -179,7 +179,10 @@ void BM_loss_scaling_cost(benchmark::State& state) {
   time_pairs(
       state, "plain", [&] { benchmark::DoNotOptimize(plain.train_on_batch(x, y)); }, "scaled",
       [&] { benchmark::DoNotOptimize(scaled.train_on_batch(x, y)); });
-  check_loss(state, scaled.train_on_batch(x, y));
+  check_loss(state, plain.train_on_batch(x, y));
+  const Logs last = scaled.train_on_batch(x, y);
+  check_loss(state, last);
+  state.counters["skipped_steps"] = static_cast<double>(scaled.loss_scale_optimizer()->skipped_steps());
 }
 
 /// Where a step's time goes: train_on_batch's phases run one by one (the same calls the step
