@@ -21,6 +21,7 @@
 #include <map>
 #include <ostream>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -31,6 +32,7 @@
 
 #include <mixprec/core/infer_policy.hpp>
 #include <mixprec/core/policy.hpp>
+#include <mixprec/layers/detail/layer_engine.hpp>
 #include <mixprec/layers/input.hpp>
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/kernels/convert.hpp>
