@@ -55,7 +55,8 @@ endforeach()
 # every translation unit the project builds with -march=native, the single-TU kernel and runtime
 # layer sources, and a plain -I consumer in header-only mode. An AVX2 machine thus catches what
 # only an AVX-512 machine's -march=native would otherwise hit (Highway's AVX3_DL baseline, GCC 12's
-# AVX-512 intrinsics warnings inside Eigen) and the other way round (-march=x86-64-v2).
+# AVX-512 intrinsics warnings inside Eigen) and the other way round (-march=x86-64-v2, for the
+# -march=native sources and the consumer).
 set(march_check_sources
   "native_eigen_gemm|${PROJECT_SOURCE_DIR}/benchmarks/bench_gemm_eigen_native.cpp|${header_only_consumer_flags}"
   "native_convert|${CMAKE_CURRENT_SOURCE_DIR}/multi_march/convert_native.cpp|${header_only_consumer_flags}"
@@ -68,6 +69,11 @@ foreach(march IN ITEMS sapphirerapids x86-64-v4 x86-64-v2)
     list(GET entry 0 check_name)
     list(GET entry 1 source)
     list(GET entry 2 flags)
+    # The project's own build compiles the single-TU sources for the default x86-64, older than
+    # x86-64-v2: only the -march=native sources need the check the other way round.
+    if(march STREQUAL "x86-64-v2" AND check_name MATCHES "^(kernels|runtime_layers)$")
+      continue()
+    endif()
     add_test(NAME march.${march}.${check_name}
       COMMAND ${CMAKE_CXX_COMPILER} @${flags} -O2 -Wshadow -Wconversion -Wno-sign-conversion -march=${march}
               -c ${source} -o ${CMAKE_CURRENT_BINARY_DIR}/march_${march}_${check_name}.o)

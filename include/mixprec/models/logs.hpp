@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <mixprec/models/any_tensor.hpp>
@@ -13,6 +14,11 @@
 namespace mixprec {
 
 using Logs = std::map<std::string, double>;
+
+/// The log keys of loss scaling (pinned): the scale a step used, and 1 if it was skipped (an
+/// epoch's logs: the last step's scale, and the number of skipped steps).
+inline constexpr std::string_view loss_scale_key = "loss_scale";
+inline constexpr std::string_view skipped_key = "skipped";
 
 /// compile(optimizer, loss, metrics, options).
 struct CompileOptions {

@@ -108,14 +108,14 @@ class CSVLogger : public Callback {
     if (!steps_filename_.empty()) {
       bool header = true;
       steps_ = detail::open_log(steps_filename_, append_, header);
-      if (header) write_row(steps_, {"epoch", "step", "loss", "loss_scale", "skipped"});
+      if (header) write_row(steps_, {"epoch", "step", "loss", std::string(loss_scale_key), std::string(skipped_key)});
     }
   }
   void on_train_step_end(int epoch, int step, const Logs& logs) override {
     if (!steps_.is_open()) return;
     std::vector<std::string> row{std::to_string(epoch), std::to_string(step)};
-    for (const char* key : {"loss", "loss_scale", "skipped"}) {
-      const auto it = logs.find(key);
+    for (const std::string_view key : {std::string_view("loss"), loss_scale_key, skipped_key}) {
+      const auto it = logs.find(std::string(key));
       row.push_back(it == logs.end() ? "" : detail::python_float(it->second));
     }
     write_row(steps_, row);

@@ -73,11 +73,6 @@ struct PredictOptions {
   callbacks::CallbackList callbacks = {};
 };
 
-/// The log keys of loss scaling, which epochs do not average: the last step's scale, and the
-/// number of skipped steps.
-inline constexpr std::string_view loss_scale_key = "loss_scale";
-inline constexpr std::string_view skipped_key = "skipped";
-
 namespace detail {
 
 // ---- Rows of the data ----

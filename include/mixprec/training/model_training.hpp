@@ -95,22 +95,24 @@ inline compiled_model::any_optimizer with_loss_scale(optimizers::Optimizer optim
 }
 
 /// The loss scale a model's policy asks for. A compile-time Sequential: what its policy type
-/// names (loss_scale_of), or dynamic if any layer computes in float16. A RuntimeModel: its
+/// names (`using loss_scale = ...`), else dynamic if any layer computes in float16. A RuntimeModel: its
 /// policy's explicit loss scale (an experimental Policy's), else dynamic if any layer computes
 /// in float16.
 template <class Model>
 std::optional<mixed_precision::experimental::LossScale> policy_loss_scale(const Model& model) {
   using mixed_precision::experimental::DynamicLossScale;
   using mixed_precision::experimental::FixedLossScale;
-  if constexpr (requires { typename Model::policy; typename Model::layer_types; }) {
-    using named = loss_scale_of<typename Model::policy>;
+  if constexpr (requires { typename Model::policy::loss_scale; }) {
+    using named = typename Model::policy::loss_scale;
+    if constexpr (requires { named::value; }) return FixedLossScale(named::value);
+    else if constexpr (requires { named::growth_steps; }) return DynamicLossScale(named::initial_scale, named::growth_steps);
+    else return std::nullopt;
+  } else if constexpr (requires { typename Model::layer_types; }) {
     constexpr bool any_float16 = []<class... L>(std::tuple<L...>*) {
       return (std::is_same_v<typename L::compute_dtype, float16> || ...);
     }(static_cast<typename Model::layer_types*>(nullptr));
-    if constexpr (requires { named::value; }) return FixedLossScale(named::value);
-    else if constexpr (requires { named::growth_steps; }) return DynamicLossScale(named::initial_scale, named::growth_steps);
-    else if constexpr (requires { typename Model::policy::loss_scale; } || !any_float16) return std::nullopt;
-    else return DynamicLossScale();
+    if constexpr (any_float16) return DynamicLossScale();
+    else return std::nullopt;
   } else {
     const auto& policy = model.dtype_policy();
     if (!policy.using_default_loss_scale()) return policy.loss_scale();
@@ -213,8 +215,8 @@ Logs train_step(Model& model, compiled_model& c, const Input& x, const losses::t
     c.metrics = std::move(updated);
     Logs logs = logs_of(total, c.metrics);
     if (loss_scale) {
-      logs["loss_scale"] = *loss_scale;
-      logs["skipped"] = applied ? 0.0 : 1.0;
+      logs[std::string(loss_scale_key)] = *loss_scale;
+      logs[std::string(skipped_key)] = applied ? 0.0 : 1.0;
     }
     return logs;
   };
