@@ -1,9 +1,12 @@
 // Compile-time Sequential, the runtime model built from configs, and weight files.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -265,6 +268,29 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
   write(bad.path, content.substr(0, 20));
   CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("runs past the end"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(copy.load_weights("/nonexistent/dir/x.weights"), doctest::Contains("cannot be opened"), std::invalid_argument);
+  // Header numbers are integers written as such: a fraction, a negative or a huge value, or a
+  // shape whose element count overflows, is rejected (not truncated, not wrapped).
+  const auto with_header = [&](const std::function<void(nlohmann::json&)>& change) {
+    std::uint64_t length = 0;
+    std::memcpy(&length, content.data() + 8, sizeof length);
+    nlohmann::json header = nlohmann::json::parse(content.substr(16, length));
+    change(header);
+    const std::string text = header.dump();
+    const std::uint64_t new_length = text.size();
+    std::string bytes = content.substr(0, 8);
+    bytes.append(reinterpret_cast<const char*>(&new_length), sizeof new_length);
+    return bytes + text + content.substr(16 + length);
+  };
+  for (const auto& [change, message] :
+       std::vector<std::pair<std::function<void(nlohmann::json&)>, const char*>>{
+           {[](nlohmann::json& h) { h["weights"][0]["offset"] = 0.5; }, "the offset of weight 'dense/kernel' must be a non-negative integer; it is 0.5."},
+           {[](nlohmann::json& h) { h["weights"][0]["shape"] = {4.9, 4}; }, "an extent of weight 'dense/kernel' must be a non-negative integer; it is 4.9."},
+           {[](nlohmann::json& h) { h["weights"][0]["bytes"] = -80; }, "the size of weight 'dense/kernel' must be a non-negative integer; it is -80."},
+           {[](nlohmann::json& h) { h["data_bytes"] = 1e300; }, "data_bytes must be a non-negative integer; it is 1e+300."},
+           {[](nlohmann::json& h) { h["weights"][0]["shape"] = {std::uint64_t{1} << 62, 4}; }, "inconsistent sizes"}}) {
+    write(bad.path, with_header(change));
+    CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains(message), std::invalid_argument);
+  }
   Sequential<policies::float32, Input<6>, Dense<4>, BatchNormalization<>, Dense<2>> wider;
   CHECK_THROWS_WITH_AS(wider.load_weights(file.path), doctest::Contains("has shape [5,4] in the file but [6,4] in the model"),
                        std::invalid_argument);

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -114,6 +115,13 @@ std::function<void(std::string_view, std::span<const std::byte>)> loader(std::si
   throw std::invalid_argument("Cannot load weights from '" + file + "': " + why);
 }
 
+/// A header field that must be a non-negative integer written as one (not 0.5, -1 or 1e300).
+inline std::size_t header_count(const nlohmann::json& value, const std::string& file, const std::string& what) {
+  if (!value.is_number_unsigned() || value.get<std::uint64_t>() > std::numeric_limits<std::size_t>::max())
+    bad_weights_file(file, what + " must be a non-negative integer; it is " + value.dump() + ".");
+  return value.get<std::size_t>();
+}
+
 }  // namespace detail
 
 /// Writes the weights to `file` (replacing it); `training`, if not null, goes into the header.
@@ -192,20 +200,27 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
   try {
     if (header.at("format") != "mixprec-weights" || header.at("version") != 1)
       detail::bad_weights_file(file, "unknown format or version " + header.value("format", std::string("?")) + ".");
-    const auto data_bytes = header.at("data_bytes").get<std::size_t>();
+    const std::size_t data_bytes = detail::header_count(header.at("data_bytes"), file, "data_bytes");
     if (data_bytes != data.size())
       detail::bad_weights_file(file, "the header announces " + std::to_string(data_bytes) + " bytes of values but " +
                                          std::to_string(data.size()) + " follow: it is truncated or has trailing bytes.");
     for (const auto& item : header.at("weights")) {
       const auto path = item.at("path").get<std::string>();
-      entry e{item.at("dtype").get<std::string>(), item.at("shape").get<std::vector<std::size_t>>(), {}};
-      const auto offset = item.at("offset").get<std::size_t>();
-      const auto bytes = item.at("bytes").get<std::size_t>();
+      entry e{item.at("dtype").get<std::string>(), {}, {}};
+      if (!item.at("shape").is_array()) detail::bad_weights_file(file, "the shape of weight '" + path + "' is not an array.");
       std::size_t elements = 1;
-      for (auto extent : e.shape) elements *= extent;
+      bool overflow = false;
+      for (const auto& extent : item.at("shape")) {
+        e.shape.push_back(detail::header_count(extent, file, "an extent of weight '" + path + "'"));
+        overflow = __builtin_mul_overflow(elements, e.shape.back(), &elements) || overflow;
+      }
+      const std::size_t offset = detail::header_count(item.at("offset"), file, "the offset of weight '" + path + "'");
+      const std::size_t bytes = detail::header_count(item.at("bytes"), file, "the size of weight '" + path + "'");
       const std::size_t element_size = detail::dtype_size(e.dtype);
       if (element_size == 0) detail::bad_weights_file(file, "weight '" + path + "' has an unknown dtype '" + e.dtype + "'.");
-      if (bytes != elements * element_size || offset > data.size() || bytes > data.size() - offset)
+      std::size_t expected_bytes = 0;
+      overflow = __builtin_mul_overflow(elements, element_size, &expected_bytes) || overflow;
+      if (overflow || bytes != expected_bytes || offset > data.size() || bytes > data.size() - offset)
         detail::bad_weights_file(file, "weight '" + path + "' has inconsistent sizes (offset " + std::to_string(offset) +
                                            ", " + std::to_string(bytes) + " bytes for " + std::to_string(elements) +
                                            " x " + e.dtype + ").");
