@@ -7,4 +7,5 @@
 #include <mixprec/kernels/elementwise.hpp>
 #include <mixprec/kernels/normalization.hpp>
 #include <mixprec/kernels/optimizer.hpp>
+#include <mixprec/kernels/quantize.hpp>
 #include <mixprec/kernels/targets.hpp>

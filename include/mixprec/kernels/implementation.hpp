@@ -29,3 +29,9 @@
 #include <mixprec/kernels/detail/dispatch_elementwise.hpp>
 #include <mixprec/kernels/detail/dispatch_optimizer.hpp>
 #endif
+
+// Single-TU mode: the int8 family too (header-only mode compiles it only where
+// kernels/quantize.hpp is included).
+#ifdef MIXPREC_SEPARATE_KERNELS
+#include <mixprec/kernels/detail/int8_implementation.hpp>
+#endif

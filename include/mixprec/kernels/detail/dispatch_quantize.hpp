@@ -1,0 +1,94 @@
+// int8 dispatch tables and entry point definitions, and the native int8 switch (included once,
+// by int8_implementation.hpp).
+#pragma once
+
+#include <atomic>
+
+#include <hwy/highway.h>
+#include <mixprec/kernels/detail/gemm_native_int8.hpp>
+#include <mixprec/kernels/detail/int8_entry_points.hpp>
+
+namespace mixprec::kernels {
+
+HWY_EXPORT(GemmInt8);
+HWY_EXPORT(GemmInt8Kernel);
+HWY_EXPORT(QuantizeRowsF32);
+HWY_EXPORT(QuantizeRowsBF16);
+HWY_EXPORT(QuantizeRowsF64);
+HWY_EXPORT(DequantizeRowsF32);
+HWY_EXPORT(DequantizeRowsBF16);
+HWY_EXPORT(DequantizeRowsF64);
+
+namespace detail {
+
+MIXPREC_KERNEL_API void gemm_int8(const gemm_int8_problem& problem) { HWY_DYNAMIC_DISPATCH(GemmInt8)(problem); }
+
+MIXPREC_KERNEL_API void quantize_rows_f32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+                                          float* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsF32)(x, rows, cols, q, scales);
+}
+MIXPREC_KERNEL_API void quantize_rows_bf16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+                                           float* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsBF16)(x, rows, cols, q, scales);
+}
+MIXPREC_KERNEL_API void quantize_rows_f64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+                                          float* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsF64)(x, rows, cols, q, scales);
+}
+
+MIXPREC_KERNEL_API void dequantize_rows_f32(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+                                            const float* row_scales, const float* col_scales, const float* bias,
+                                            float* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeRowsF32)(acc, rows, cols, row_scales, col_scales, bias, out);
+}
+MIXPREC_KERNEL_API void dequantize_rows_bf16(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+                                             const float* row_scales, const float* col_scales, const bfloat16* bias,
+                                             bfloat16* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeRowsBF16)(acc, rows, cols, row_scales, col_scales, bias, out);
+}
+MIXPREC_KERNEL_API void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+                                            const float* row_scales, const float* col_scales, const double* bias,
+                                            double* out) {
+  HWY_DYNAMIC_DISPATCH(DequantizeRowsF64)(acc, rows, cols, row_scales, col_scales, bias, out);
+}
+
+MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel) {
+  switch (kernel) {
+    case int8_gemm_kernel::highway: return "highway";
+    case int8_gemm_kernel::avx_vnni: return "avx_vnni";
+    case int8_gemm_kernel::avx512_vnni: return "avx512_vnni";
+  }
+  return "unknown";
+}
+
+MIXPREC_KERNEL_API bool avx512_vnni_supported() {
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+  static const bool supported = native_int8::cpu_supports_avx512_vnni();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+MIXPREC_KERNEL_API bool avx_vnni_supported() {
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+  static const bool supported = native_int8::cpu_supports_avx_vnni();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+MIXPREC_KERNEL_API bool native_int8_supported() { return avx512_vnni_supported() || avx_vnni_supported(); }
+
+inline std::atomic<bool>& native_int8_switch() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
+
+MIXPREC_KERNEL_API void set_native_int8_enabled(bool enabled) { native_int8_switch().store(enabled); }
+MIXPREC_KERNEL_API bool native_int8_enabled() { return native_int8_switch().load(); }
+MIXPREC_KERNEL_API int8_gemm_kernel gemm_int8_kernel() { return HWY_DYNAMIC_DISPATCH(GemmInt8Kernel)(); }
+
+}  // namespace detail
+}  // namespace mixprec::kernels
