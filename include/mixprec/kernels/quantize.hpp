@@ -1,4 +1,5 @@
-// The int8 kernels of a quantized Dense layer (Keras 3's Dense.quantize("int8")):
+// The kernels of quantized Dense layers: int8 (Keras 3's Dense.quantize("int8")) and the float8
+// quantize-dequantize of delayed scaling (Dense.quantize("float8")):
 //
 //   // y (batch x units) = x (batch x inputs) * w^T, w stored units x inputs, quantized per unit:
 //   kernels::quantize_rows<float>(w, units, inputs, w_q, w_scales);         // once
@@ -17,14 +18,19 @@
 // rest in kernels/implementation.hpp.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include <mixprec/core/cast.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/core/float8.hpp>
 #include <mixprec/kernels/config.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/int8_entry_points.hpp>
@@ -161,6 +167,41 @@ void dequantize_rows(std::span<const std::int32_t> acc, std::size_t rows, std::s
     detail::dequantize_rows_bf16(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
   } else if constexpr (std::is_same_v<T, double>) {
     detail::dequantize_rows_f64(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
+  }
+}
+
+/// Keras' float8 quantize_and_dequantize with a scale, in float32 (T float, bfloat16 or
+/// float16; double computes in double, one element at a time), and max |x| in the same pass:
+///     y[i] = T(F(clamp(x[i] / scale, -F_max, F_max)) * scale)
+/// where F(...) rounds to F (float8_e4m3fn, max 448, or float8_e5m2, max 57344) to nearest even
+/// and widens back exactly; one rounding to T at the end. A NaN stays NaN (canonical); an
+/// infinity clips to +-F_max. Returns max |x[i]| as float (NaN if any element is NaN; 0 for an
+/// empty x), what a float8 layer's amax history records. y may be x itself (in place), or must
+/// not overlap it. Bit-identical on every target. std::invalid_argument if the sizes differ.
+template <class F, class T>
+float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
+  static_assert(std::is_same_v<F, float8_e4m3fn> || std::is_same_v<F, float8_e5m2>,
+                "mixprec::kernels::quantize_dequantize<F, T>: F is float8_e4m3fn or float8_e5m2");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16> ||
+                    std::is_same_v<T, double>,
+                "mixprec::kernels::quantize_dequantize<F, T>: T is float, bfloat16, float16 or double");
+  mixprec::detail::check_same_size(x.size(), y.size(), "quantize_dequantize");
+  if (x.data() != y.data()) mixprec::detail::check_disjoint(x, std::span<const T>(y), "quantize_dequantize", "x", "y");
+  if constexpr (std::is_same_v<T, double>) {
+    constexpr double limit = std::is_same_v<F, float8_e4m3fn> ? 448.0 : 57344.0;
+    double amax = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      amax = std::isnan(v) || std::isnan(amax) ? std::numeric_limits<double>::quiet_NaN() : std::max(amax, std::abs(v));
+      const double scaled = v / static_cast<double>(scale);
+      y[i] = std::isnan(scaled) ? scaled
+                                : cast<double>(cast<F>(std::clamp(scaled, -limit, limit))) * static_cast<double>(scale);
+    }
+    return static_cast<float>(amax);
+  } else if constexpr (std::is_same_v<F, float8_e4m3fn>) {
+    return detail::quantize_dequantize_e4m3(x.data(), x.size(), scale, y.data());
+  } else {
+    return detail::quantize_dequantize_e5m2(x.data(), x.size(), scale, y.data());
   }
 }
 

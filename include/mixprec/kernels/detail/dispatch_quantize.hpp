@@ -18,6 +18,12 @@ HWY_EXPORT(QuantizeRowsF64);
 HWY_EXPORT(DequantizeRowsF32);
 HWY_EXPORT(DequantizeRowsBF16);
 HWY_EXPORT(DequantizeRowsF64);
+HWY_EXPORT(QuantizeDequantizeE4M3F32);
+HWY_EXPORT(QuantizeDequantizeE4M3BF16);
+HWY_EXPORT(QuantizeDequantizeE4M3F16);
+HWY_EXPORT(QuantizeDequantizeE5M2F32);
+HWY_EXPORT(QuantizeDequantizeE5M2BF16);
+HWY_EXPORT(QuantizeDequantizeE5M2F16);
 
 namespace detail {
 
@@ -50,6 +56,25 @@ MIXPREC_KERNEL_API void dequantize_rows_f64(const std::int32_t* acc, std::size_t
                                             const float* row_scales, const float* col_scales, const double* bias,
                                             double* out) {
   HWY_DYNAMIC_DISPATCH(DequantizeRowsF64)(acc, rows, cols, row_scales, col_scales, bias, out);
+}
+
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE4M3F32)(x, n, scale, y);
+}
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE4M3BF16)(x, n, scale, y);
+}
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE4M3F16)(x, n, scale, y);
+}
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE5M2F32)(x, n, scale, y);
+}
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE5M2BF16)(x, n, scale, y);
+}
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeDequantizeE5M2F16)(x, n, scale, y);
 }
 
 MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel) {

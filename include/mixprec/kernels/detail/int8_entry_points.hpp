@@ -1,4 +1,4 @@
-// int8 entry points: plain pointers and sizes, no Highway types. Each call dispatches to the best
+// int8 and float8 entry points: plain pointers and sizes, no Highway types. Each call dispatches to the best
 // compiled target for this CPU (or the one forced with kernels::target_scope). The typed public
 // API, which checks the arguments, is kernels/quantize.hpp.
 #pragma once
@@ -52,6 +52,14 @@ MIXPREC_KERNEL_API void dequantize_rows_bf16(const std::int32_t* acc, std::size_
 MIXPREC_KERNEL_API void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
                                             const float* row_scales, const float* col_scales, const double* bias,
                                             double* out);
+
+/// float8 quantize-dequantize with a scale (see kernels/quantize.hpp); returns max |x|.
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y);
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
+MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y);
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y);
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
+MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y);
 
 // The native int8 GEMM kernels (detail/gemm_native_int8.hpp): vpdpbusd on CPUs with AVX-512 VNNI
 // (from the AVX3 target or better) or AVX-VNNI (from the AVX2 target or better), when enabled

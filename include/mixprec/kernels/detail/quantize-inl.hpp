@@ -1,4 +1,4 @@
-// Per-target quantize_rows and dequantize_rows (kernels/quantize.hpp). Bit-identical on every
+// Per-target quantize_rows, dequantize_rows and float8 quantize_dequantize (kernels/quantize.hpp). Bit-identical on every
 // target: the row maximum is exact (reduce-inl.hpp's Amax on the encodings for float and
 // bfloat16; a compare-and-select for double), the scale is one scalar rule (quantize_rule.hpp),
 // each product, quotient and sum is one IEEE operation rounded to nearest (no fused
@@ -163,6 +163,53 @@ void dequantize_rows(const std::int32_t* acc, std::size_t rows, std::size_t cols
 }
 
 }  // namespace int8_rows
+
+namespace float8_rows {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace kd = mixprec::kernels::detail;
+
+/// y[i] = T(decode(encode<F>(clamp(x[i] / scale, -max, max))) * scale) in float (NaN stays NaN,
+/// canonical), T float, bfloat16 or float16; returns max |x[i]| (NaN if any is NaN).
+template <minifloat_format F, class T>
+float quantize_dequantize(const T* x, std::size_t n, float scale, T* y) {
+  const DF df;
+  const auto s = hn::Set(df, scale);
+  const auto limit = hn::Set(df, kd::float8_max_finite<F>());
+  auto largest = hn::Zero(df);
+  auto nan_seen = hn::Zero(df);
+  for_each_step<kMaxFloatLanes>(n, hn::Lanes(df), [&](const T* in, T* out) {
+    const auto v = load_as_f32(in);
+    const auto magnitude = hn::Abs(v);
+    nan_seen = hn::Or(nan_seen, hn::VecFromMask(df, hn::IsNaN(magnitude)));
+    largest = hn::IfThenElse(hn::Gt(magnitude, largest), magnitude, largest);
+    const auto scaled = hn::Div(v, s);
+    const auto clipped = hn::IfThenElse(hn::IsNaN(scaled), scaled, hn::Min(hn::Max(scaled, hn::Neg(limit)), limit));
+    store_as(canonical_nan(hn::Mul(decode<F>(encode<F>(clipped, true)), s)), out);
+  }, x, y);
+  if (!hn::AllFalse(df, hn::MaskFromVec(nan_seen))) return std::numeric_limits<float>::quiet_NaN();
+  return hn::GetLane(hn::MaxOfLanes(df, largest));
+}
+
+}  // namespace float8_rows
+
+float QuantizeDequantizeE4M3F32(const float* x, std::size_t n, float scale, float* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
+}
+float QuantizeDequantizeE4M3BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
+}
+float QuantizeDequantizeE4M3F16(const float16* x, std::size_t n, float scale, float16* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
+}
+float QuantizeDequantizeE5M2F32(const float* x, std::size_t n, float scale, float* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
+}
+float QuantizeDequantizeE5M2BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
+}
+float QuantizeDequantizeE5M2F16(const float16* x, std::size_t n, float scale, float16* y) {
+  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
+}
 
 void QuantizeRowsF32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
   int8_rows::quantize_rows(x, rows, cols, q, scales);

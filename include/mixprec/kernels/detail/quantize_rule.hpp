@@ -1,10 +1,12 @@
-// The scalar rules of the int8 kernels, the same for every target: the per-row scale of
-// quantize_rows and the blocking of the int8 GEMM.
+// The scalar rules of the int8 and float8 kernels, the same for every target: the per-row scale
+// of quantize_rows, float8's clipping bound and the blocking of the int8 GEMM.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <limits>
+
+#include <mixprec/core/detail/minifloat_codec.hpp>
 
 namespace mixprec::kernels::detail {
 
@@ -20,6 +22,13 @@ inline float int8_scale(float amax) {
 inline float int8_scale(double amax) {
   if (std::isnan(amax)) return std::numeric_limits<float>::quiet_NaN();
   return static_cast<float>(127.0 / (amax + 1e-7));
+}
+
+/// The largest finite value of a float8 format (448 for e4m3fn, 57344 for e5m2): where
+/// quantize_dequantize clips, as Keras' quantize_and_dequantize does.
+template <mixprec::detail::minifloat_format F>
+constexpr float float8_max_finite() {
+  return mixprec::detail::decode_to_float(F, F.max_finite());
 }
 
 // Cache blocking of the int8 GEMM (the loop nest of the float GEMM, gemm_blocking.hpp, on

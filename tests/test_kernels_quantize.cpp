@@ -3,7 +3,8 @@
 // target): the int8 GEMM against an int64 reference for all four transpositions, ragged and
 // block-crossing shapes, the whole int8 range up to the largest depth, any thread count, and its
 // argument errors; quantize_rows against a reference written in double (Keras' examples, NaN and
-// infinite rows, exact ties) and dequantize_rows against the specified roundings, bit for bit.
+// infinite rows, exact ties) and dequantize_rows against the specified roundings, bit for bit;
+// float8 quantize_dequantize against the scalar codec, bit for bit, with its max |x|.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,7 +22,9 @@
 #include <type_traits>
 #include <vector>
 
+#include <mixprec/core/cast.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/core/float8.hpp>
 #include <mixprec/kernels/detail/quantize_rule.hpp>
 #include <mixprec/kernels/quantize.hpp>
 #include <mixprec/kernels/targets.hpp>
@@ -600,6 +603,70 @@ TEST_CASE("int8 kernels run on this machine") {
   std::printf("mixprec int8 GEMM kernels run (target:kernel): %s; AVX-512 VNNI %s, AVX-VNNI %s\n", run.c_str(),
               kernels::detail::avx512_vnni_supported() ? "yes" : "no",
               kernels::detail::avx_vnni_supported() ? "yes" : "no");
+}
+
+
+/// Keras' quantize_and_dequantize written out on scalars with the codec (core/, tested
+/// exhaustively against frexp): x / scale in float, clipped to F's range, rounded to F, widened,
+/// times scale in float, rounded once to T.
+template <class F, class T>
+T reference_qdq(T x, float scale) {
+  const float limit = std::is_same_v<F, float8_e4m3fn> ? 448.0f : 57344.0f;
+  const float scaled = cast<float>(x) / scale;
+  if (std::isnan(scaled)) return cast<T>(scaled);
+  return cast<T>(cast<float>(cast<F>(std::clamp(scaled, -limit, limit))) * scale);
+}
+
+template <class F, class T>
+void check_quantize_dequantize() {
+  std::mt19937 rng(7);
+  std::vector<T> x;
+  for (double v : {0.0, -0.0, 1.0, -1.0, 0.5, 448.0, 449.0, 464.0, 1e6, -1e6, 57344.0, 61440.0, 1e-3, 2e-3, 1.0 / 512,
+                   1.0 / 1024, 3.0 / 1024, 1e-9, 6.103515625e-05})
+    x.push_back(cast<T>(v));
+  x.push_back(cast<T>(std::numeric_limits<float>::infinity()));
+  x.push_back(cast<T>(-std::numeric_limits<float>::infinity()));
+  std::uniform_real_distribution<float> exponent(-20.0f, 20.0f);
+  std::bernoulli_distribution negative(0.5);
+  for (int i = 0; i < 1000; ++i) x.push_back(cast<T>((negative(rng) ? -1.0f : 1.0f) * std::exp2(exponent(rng))));
+  for (float scale : {1.0f, 0.37f, 1.0f / 1024.0f, 1000.0f}) {
+    for (std::size_t n : {x.size(), std::size_t{1}, std::size_t{7}, std::size_t{33}}) {
+      INFO("scale ", scale, ", n ", n);
+      const std::span<const T> in(x.data(), n);
+      double expected_amax = 0.0;
+      for (T v : in) expected_amax = std::max(expected_amax, std::abs(static_cast<double>(cast<float>(v))));
+      for_each_target([&](const std::string& target) {
+        INFO(target);
+        std::vector<T> y(n);
+        const float amax = kernels::quantize_dequantize<F, T>(in, scale, y);
+        CHECK(static_cast<double>(amax) == expected_amax);
+        for (std::size_t i = 0; i < n; ++i) {
+          INFO("x = ", static_cast<double>(cast<float>(in[i])));
+          REQUIRE(cast<float>(y[i]) == cast<float>(reference_qdq<F>(in[i], scale)));
+        }
+        // In place gives the same.
+        std::vector<T> inplace(in.begin(), in.end());
+        kernels::quantize_dequantize<F, T>(inplace, scale, std::span<T>(inplace));
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(std::memcmp(&inplace[i], &y[i], sizeof(T)) == 0);
+      });
+    }
+  }
+  // A NaN stays NaN and makes the max NaN.
+  std::vector<T> with_nan{cast<T>(1.0f), cast<T>(std::numeric_limits<float>::quiet_NaN())};
+  std::vector<T> out(2);
+  CHECK(std::isnan(kernels::quantize_dequantize<F, T>(with_nan, 1.0f, out)));
+  CHECK(std::isnan(static_cast<double>(cast<float>(out[1]))));
+  const auto short_output = [&] { kernels::quantize_dequantize<F, T>(with_nan, 1.0f, std::span<T>(out).first(1)); };
+  CHECK_THROWS_AS(short_output(), std::invalid_argument);
+}
+
+TEST_CASE_TEMPLATE("float8 quantize_dequantize equals the scalar codec on every target (e4m3fn)", T, float, bfloat16,
+                   float16, double) {
+  check_quantize_dequantize<float8_e4m3fn, T>();
+}
+TEST_CASE_TEMPLATE("float8 quantize_dequantize equals the scalar codec on every target (e5m2)", T, float, bfloat16,
+                   float16, double) {
+  check_quantize_dequantize<float8_e5m2, T>();
 }
 
 }  // namespace
