@@ -22,8 +22,8 @@ int main() {
 
   // At compile time: the model's policy is the global one; a layer's own overrides it.
   using Model = Sequential<policies::mixed_float16, Input<10>, Dense<10>, Dense<10, policies::float32>>;
-  std::cout << "compile time: layer1 " << std::tuple_element_t<0, Model::layer_types>::dtype_policy() << ", layer2 "
-            << std::tuple_element_t<1, Model::layer_types>::dtype_policy() << '\n';
+  std::cout << "compile time: layer1 " << to_dtype_policy<std::tuple_element_t<0, Model::layer_types>::policy>()
+            << ", layer2 " << to_dtype_policy<std::tuple_element_t<1, Model::layer_types>::policy>() << '\n';
   // Passing dtype="float32" is the same as passing DTypePolicy("float32"):
   std::cout << std::boolalpha << (dtype_policies::get("float32") == DTypePolicy("float32")) << '\n';
   return 0;

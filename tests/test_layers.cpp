@@ -115,10 +115,11 @@ TEST_CASE("a layer's dtype is its variable dtype; compute and variable dtypes co
   using D16 = Dense<4, policies::mixed_float16>;
   static_assert(std::is_same_v<D16::dtype, float> && std::is_same_v<D16::variable_dtype, float>);
   static_assert(std::is_same_v<D16::compute_dtype, float16>);
-  CHECK(D16::dtype_policy() == DTypePolicy("mixed_float16"));
+  CHECK(to_dtype_policy<D16::policy>() == DTypePolicy("mixed_float16"));
+  CHECK(D16().dtype_policy() == DTypePolicy("mixed_float16"));
   using D = Dense<4>;  // standalone without a policy: float32, Keras' default global policy
   static_assert(std::is_same_v<D::compute_dtype, float> && std::is_same_v<D::policy, policies::float32>);
-  CHECK(D::dtype_policy().name() == "float32");
+  CHECK(D().dtype_policy().name() == "float32");
 }
 
 TEST_CASE_TEMPLATE("Dense output and weight dtypes under every float policy", P, policies::float16, policies::bfloat16,

@@ -224,8 +224,9 @@ TEST_CASE("bad runtime configs are clear errors naming the layer") {
             .starts_with("layer 1 ('rnn', LSTM): unknown layer class."));
   CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "mixed_float15")}); })
             .starts_with("layer 1 ('dense', Dense): bad dtype policy: Cannot convert 'mixed_float15'"));
-  CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int8_from_float32")}); })
-            .starts_with("layer 1 ('dense', Dense): the dtype policy 'int8_from_float32' is not supported"));
+  CHECK(error([] { RuntimeModel({6, 6, 1}, {layer_configs::conv2d(2, 3, 3, "linear", "valid", 1, 1, "float8_from_float32")}); })
+            .starts_with("layer 1 ('conv2d', Conv2D): the dtype policy 'float8_from_float32' is quantized (float8), which "
+                         "Conv2D layers do not support"));
   CHECK(error([] { RuntimeModel({4}, {dense(3, "linear", "int32")}); }).find("'int32' is not supported") != std::string::npos);
   CHECK(error([] { RuntimeModel({4}, {dense(3, "swish")}); }).starts_with("layer 1 ('dense', Dense): unknown activation \"swish\""));
   CHECK(error([] { RuntimeModel({4}, {layer_configs::conv2d(2, 3, 3)}); })

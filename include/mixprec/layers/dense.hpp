@@ -3,13 +3,17 @@
 //   Dense<10>                                            // the model's policy, linear, with bias
 //   Dense<64, activations::relu, policies::mixed_float16>
 //   Dense<8, no_bias, no_autocast>
+//   Dense<64, QuantizedPolicy<quantization::int8, policies::mixed_bfloat16>>   // int8 kernel
 //
 // Under mixed_float16 the kernel and bias are float32 (the variable dtype), read as float16
 // inside call, and the output is float16. The kernel is [input features, Units], built from
-// the first input.
+// the first input. An int8 Dense (an int8 policy, or quantize("int8") on a built float Dense)
+// holds an int8 kernel and per-unit scales instead, and computes as Keras 3's int8 Dense does
+// (layers/detail/int8_math.hpp).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -21,8 +25,10 @@
 #include <mixprec/layers/kind_layer.hpp>
 #include <mixprec/layers/kinds/dense.hpp>
 #include <mixprec/layers/options.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/regularizers.hpp>
 #include <mixprec/layers/tensor.hpp>
+#include <mixprec/layers/variable.hpp>
 
 namespace mixprec {
 
@@ -74,18 +80,46 @@ class Dense : public KindLayer<Dense<Units, Options...>, layer_kinds::dense, pol
   template <class... Other>
   explicit Dense(const Dense<Units, Other...>& spec) : Dense(spec.name(), spec.settings().weights, spec.trainable()) {}
 
+  /// The float kernel, [input features, Units] (empty once the layer is int8).
   typename base::template weight_t<dynamic, Units> kernel;
   std::conditional_t<use_bias, typename base::template weight_t<Units>, std::tuple<>> bias;
+  /// An int8 layer's kernel, and its per-unit scales (a float8 layer's: the kernel's one scale);
+  /// empty while the layer is float. A quantized policy builds them; quantize(mode) makes them
+  /// from the float kernel.
+  Variable<std::int8_t, dynamic, Units> int8_kernel;
+  typename base::template plain_weight_t<dynamic> kernel_scale;
+  /// A float8 layer's scales (one value each) and amax histories (delayed scaling).
+  typename base::template plain_weight_t<dynamic> inputs_scale, inputs_amax_history, kernel_amax_history,
+      outputs_grad_scale, outputs_grad_amax_history;
 
   template <class X>
   static void check_input() {
     static_assert(X::batched && X::rank >= 2,
                   "Dense needs batched inputs with a feature axis: Tensor<T, dynamic, ..., features>.");
   }
-  template <class Self>
-  static auto weights_of(Self& self) {
-    if constexpr (use_bias) return std::tie(self.kernel, self.bias);
-    else return std::tie(self.kernel);
+  /// Keras' weights: kernel, bias; int8: kernel (int8), bias, kernel_scale; float8: kernel, bias,
+  /// then the scale and amax history of the inputs, the kernel and the output gradient.
+  template <class Self, class F>
+  static void for_each_weight_of(Self& self, F& f) {
+    const quantization_mode mode = self.quantization();
+    if (mode == quantization_mode::int8) f(self.int8_kernel);
+    else f(self.kernel);
+    if constexpr (use_bias) f(self.bias);
+    if (mode == quantization_mode::int8) f(self.kernel_scale);
+    if (mode == quantization_mode::float8) {
+      f(self.inputs_scale);
+      f(self.inputs_amax_history);
+      f(self.kernel_scale);
+      f(self.kernel_amax_history);
+      f(self.outputs_grad_scale);
+      f(self.outputs_grad_amax_history);
+    }
+  }
+
+ private:
+  friend base;
+  void release_float_weights() {
+    if (this->quantization() == quantization_mode::int8) kernel = {};
   }
 };
 

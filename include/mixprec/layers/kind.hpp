@@ -10,12 +10,16 @@
 //   weights(settings, input)            its weights: name, shape, initializer, regularizer, trainable
 //   forward<C, V>(...), backward<C, V>(...)   the math, on spans (C compute dtype, V variable dtype)
 //   write_config(settings, json), read_config(reader)   its Keras config, both ways
+// and, for a kind with quantized forms (layers/quantization.hpp), quantizable_modes, a
+// settings.quantization member, and quantized_weights(...), which turns its float weights into
+// the quantized ones.
 // The compile-time layers (Dense<64, ...>) and the runtime model's one generic layer
 // (models/runtime_layers.hpp) are both built from it, so they run the same arithmetic bit for bit
 // and write the same configs.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,14 +54,24 @@ struct weight_spec {
   bool trainable = true;
   /// Read in the compute dtype inside a call (false: in the variable dtype, BatchNormalization's).
   bool autocast = true;
+  /// Stored as int8, not in the variable dtype (an int8 Dense's kernel; never trained).
+  bool int8 = false;
 };
 
 /// A weight as a kind's math reads it: the true value, and (for an autocast weight) the value
-/// in the compute dtype.
+/// in the compute dtype; an int8 weight has only its int8 values.
 template <class V, class C>
 struct weight_ref {
   std::span<const V> value;
   std::span<const C> read;
+  std::span<const std::int8_t> int8 = {};
+};
+
+/// A weight's values, in V or (an int8 weight) in int8: what quantizing a layer gives each weight.
+template <class V>
+struct weight_values {
+  std::vector<V> values;
+  std::vector<std::int8_t> int8;
 };
 
 /// A new value a forward pass gives a non-trainable weight (BatchNormalization's moving
@@ -120,6 +134,9 @@ struct backward_args {
   std::span<const std::span<V>> weight_gradients;
   /// False for a frozen BatchNormalization, which Keras runs in inference mode.
   bool training;
+  /// New values of non-trainable weights the backward pass gives (a float8 Dense's output
+  /// gradient scale), applied with the forward pass's when the step succeeds.
+  std::vector<weight_update<V>>& updates;
 };
 
 /// The Keras config entries of a regularizer slot (null when none).

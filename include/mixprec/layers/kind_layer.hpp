@@ -10,6 +10,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -20,6 +21,7 @@
 #include <mixprec/layers/detail/layer_engine.hpp>
 #include <mixprec/layers/kind.hpp>
 #include <mixprec/layers/layer.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec {
@@ -56,12 +58,47 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
     Derived::template check_input<X>();
     const std::vector<detail::weight_spec> specs = engine_.build(detail::features_of<X>());
     std::size_t i = 0;
-    std::apply(
-        [&](auto&... weights) {
-          ((weights = detail::make_variable<std::remove_cvref_t<decltype(weights)>>(this->name(), specs.at(i++))), ...);
-        },
-        Derived::weights_of(derived()));
-    if (i != specs.size()) throw std::logic_error(std::string(Kind::keras_class) + ": weights_of lists another number of weights than the kind.");
+    this->for_each_weight([&](auto& weight) {
+      weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(this->name(), specs.at(i++));
+    });
+    if (i != specs.size()) throw std::logic_error(std::string(Kind::keras_class) + ": the layer lists another number of weights than its kind.");
+  }
+
+  /// Which quantized form the layer runs (none, or the mode of its policy or of quantize()).
+  quantization_mode quantization() const { return engine_.quantization(); }
+  /// The layer's policy as a runtime DTypePolicy; "int8_from_<policy>" once quantize("int8") ran.
+  DTypePolicy dtype_policy() const {
+    if (QuantizedDTypePolicyType<policy> || quantization() == quantization_mode::none) return base::dtype_policy();
+    return detail::quantized_policy(quantization(), policy::name);
+  }
+
+  /// The mode quantize(mode) would quantize in; throws as it would, changing nothing.
+  quantization_mode checked_quantization(std::string_view mode) const
+    requires requires { Kind::quantizable_modes; }
+  {
+    return detail::checked_quantize(
+        {this->name(), this->built(), quantization(), dtype_policy().name(), dtype_name_v<compute_dtype>}, mode);
+  }
+  /// Keras' layer.quantize(mode) on a built layer of a kind with a quantized form: its float
+  /// weights become the quantized ones and it runs the quantized arithmetic from then on. Every
+  /// check (layers/quantization.hpp) runs before anything changes.
+  void quantize(std::string_view mode)
+    requires requires { Kind::quantizable_modes; }
+  {
+    const quantization_mode m = checked_quantization(mode);
+    std::vector<std::span<const variable_dtype>> float_weights;
+    this->for_each_weight([&](const auto& weight) {
+      if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(weight)>::true_dtype, variable_dtype>)
+        float_weights.push_back(weight.value().values());
+    });
+    auto [specs, values] = engine_.quantized_weights(m, float_weights);
+    engine_.adopt_quantization(m);
+    std::size_t i = 0;
+    this->for_each_weight([&](auto& weight) {
+      weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(specs[i], std::move(values[i]));
+      ++i;
+    });
+    derived().release_float_weights();
   }
 
   /// The call (kinds that write a new output).
@@ -98,15 +135,14 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   engine_type& engine() { return engine_; }
   std::vector<weight_ref> weight_refs() const {
     std::vector<weight_ref> refs;
-    std::apply([&](const auto&... weights) { (refs.push_back(detail::reference<variable_dtype, compute_dtype>(weights)), ...); },
-               Derived::weights_of(derived()));
+    this->for_each_weight([&](const auto& weight) { refs.push_back(detail::reference<variable_dtype, compute_dtype>(weight)); });
     return refs;
   }
   /// f(variable, index) for every weight.
   template <class F>
   void for_each_indexed_weight(F&& f) {
     std::size_t i = 0;
-    std::apply([&](auto&... weights) { (f(weights, i++), ...); }, Derived::weights_of(derived()));
+    this->for_each_weight([&](auto& weight) { f(weight, i++); });
   }
   /// The (gradient, variable) pairs of the trained weights, after backward.
   void collect_gradients(std::vector<gradient_and_variable>& pairs) {
@@ -120,13 +156,14 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   void apply_updates(const std::vector<detail::weight_update<variable_dtype>>& updates) {
     for (const auto& update : updates)
       for_each_indexed_weight([&](auto& weight, std::size_t i) {
-        if (i == update.weight) weight.assign_values(std::span<const variable_dtype>(update.value));
+        if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(weight)>::true_dtype, variable_dtype>)
+          if (i == update.weight) weight.assign_values(std::span<const variable_dtype>(update.value));
       });
   }
 
  protected:
   explicit KindLayer(std::string name, typename Kind::settings settings, bool trainable = true)
-      : base(std::move(name)), engine_(std::move(settings)) {
+      : base(std::move(name)), engine_(with_policy_quantization(std::move(settings))) {
     engine_.set_trainable(trainable);
   }
 
@@ -138,6 +175,17 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
 
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
+
+  static_assert(kind_quantizes<Kind>(quantization_mode_of_v<policy>),
+                "This layer kind has no quantized form: give a quantized policy (QuantizedPolicy<...>) only to Dense "
+                "layers, and a float policy (policies::mixed_bfloat16, ...) to the others.");
+  static typename Kind::settings with_policy_quantization(typename Kind::settings settings) {
+    if constexpr (requires { settings.quantization; }) {
+      settings.quantization = quantization_mode_of_v<policy>;
+      settings.amax_history_length = amax_history_length_of(policy{});
+    }
+    return settings;
+  }
 
   template <class X>
   static void check_dtype() {

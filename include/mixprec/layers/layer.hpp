@@ -107,8 +107,9 @@ class Layer {
   /// False when the layer takes its model's policy.
   static constexpr bool has_own_policy = !std::is_same_v<PolicyOption, model_policy>;
 
-  /// The layer's policy as a runtime DTypePolicy: <DTypePolicy "mixed_float16">.
-  static DTypePolicy dtype_policy() { return to_dtype_policy(policy{}); }
+  /// The layer's policy as a runtime DTypePolicy: <DTypePolicy "mixed_float16"> (a layer that
+  /// quantize() changed says "int8_from_..."; to_dtype_policy<L::policy>() is the type's own).
+  DTypePolicy dtype_policy() const { return to_dtype_policy(policy{}); }
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -127,14 +128,16 @@ class Layer {
     return invoke(true, std::forward<Inputs>(inputs)...);
   }
 
-  /// Calls f(weight) for each weight, in order (a layer lists them in weights_of(self)).
+  /// Calls f(weight) for each weight, in order. A layer lists its weights in weights_of(self)
+  /// (a std::tie of them), or, when which weights it has changes at run time (an int8 Dense),
+  /// calls f on each in for_each_weight_of(self, f).
   template <class F>
   void for_each_weight(F&& f) {
-    std::apply([&](auto&... weights) { (f(weights), ...); }, Derived::weights_of(derived()));
+    for_each_weight_in(derived(), f);
   }
   template <class F>
   void for_each_weight(F&& f) const {
-    std::apply([&](const auto&... weights) { (f(weights), ...); }, Derived::weights_of(derived()));
+    for_each_weight_in(derived(), f);
   }
   /// Sum of the weights' regularization losses, each computed in its variable dtype.
   double regularization_loss() const {
@@ -178,6 +181,14 @@ class Layer {
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
+
+  template <class Self, class F>
+  static void for_each_weight_in(Self& self, F& f) {
+    if constexpr (requires { Derived::for_each_weight_of(self, f); })
+      Derived::for_each_weight_of(self, f);
+    else
+      std::apply([&](auto&... weights) { (f(weights), ...); }, Derived::weights_of(self));
+  }
 
   template <class... Inputs>
   decltype(auto) invoke(bool training, Inputs&&... inputs) {

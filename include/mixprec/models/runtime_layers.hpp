@@ -25,6 +25,7 @@
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/layers/detail/layer_engine.hpp>
 #include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/layers/variable.hpp>
@@ -95,15 +96,26 @@ class RuntimeLayer {
   virtual void restore_state_text(std::string_view text) = 0;
   virtual void check_state_text(std::string_view text) const = 0;
 
+  /// Whether the layer's kind has a quantized form (Dense); Keras' layer.quantize(mode) on it.
+  /// check_quantize throws as quantize would, changing nothing.
+  virtual bool quantizable() const = 0;
+  virtual void check_quantize(std::string_view mode) const = 0;
+  virtual void quantize(std::string_view mode) = 0;
+
+ protected:
+  void set_dtype_policy(DTypePolicy policy) { policy_ = std::move(policy); }
+
  private:
   std::string name_;
   DTypePolicy policy_;
 };
 
-/// A layer of kind Kind computing in C with variables in V.
+/// A layer of kind Kind computing in C with variables in V (an int8 layer's kernel in int8).
 template <class Kind, class C, class V>
 class runtime_layer_of final : public RuntimeLayer {
   using variable = AutoCastVariable<V, C, dynamic>;
+  using int8_variable = Variable<std::int8_t, dynamic>;
+  using any_variable = std::variant<variable, int8_variable>;
 
  public:
   runtime_layer_of(std::string name, DTypePolicy policy, typename Kind::settings settings, bool trainable)
@@ -116,7 +128,11 @@ class runtime_layer_of final : public RuntimeLayer {
 
   std::vector<std::size_t> build(const std::vector<std::size_t>& input) override {
     variables_.clear();
-    for (const detail::weight_spec& spec : engine_.build(input)) variables_.push_back(detail::make_variable<variable>(name(), spec));
+    for (const detail::weight_spec& spec : engine_.build(input)) {
+      if (spec.int8) variables_.emplace_back(detail::make_variable<int8_variable>(name(), spec));
+      else variables_.emplace_back(detail::make_variable<variable>(name(), spec));
+    }
+    built_ = true;
     return engine_.output_shape();
   }
 
@@ -133,7 +149,7 @@ class runtime_layer_of final : public RuntimeLayer {
     value_buffer<C> y(engine_.output_size(batch));
     std::vector<detail::weight_update<V>> updates;
     engine_.call({batch, engine_.input_shape()}, input, refs(), y, training, updates);
-    for (const auto& update : updates) variables_[update.weight].assign_values(std::span<const V>(update.value));
+    for (const auto& update : updates) std::get<variable>(variables_[update.weight]).assign_values(std::span<const V>(update.value));
     return AnyTensor(detail::with_batch(batch, engine_.output_shape()), std::move(y));
   }
 
@@ -145,7 +161,8 @@ class runtime_layer_of final : public RuntimeLayer {
   }
   std::vector<weight_handle> weights(const std::string& prefix) override {
     std::vector<weight_handle> handles;
-    for (auto& v : variables_) handles.push_back(handle_of(prefix + name() + "/" + v.name(), v));
+    for (auto& v : variables_)
+      std::visit([&](auto& each) { handles.push_back(handle_of(prefix + name() + "/" + each.name(), each)); }, v);
     return handles;
   }
   std::vector<bool> trained() const override {
@@ -155,7 +172,8 @@ class runtime_layer_of final : public RuntimeLayer {
   }
   double regularization_loss() const override {
     double total = 0.0;
-    for (const auto& v : variables_) total += static_cast<double>(v.regularization_loss());
+    for (const auto& v : variables_)
+      if (const auto* each = std::get_if<variable>(&v)) total += static_cast<double>(each->regularization_loss());
     return total;
   }
 
@@ -177,19 +195,48 @@ class runtime_layer_of final : public RuntimeLayer {
   void restore_state_text(std::string_view text) override { engine_.restore_state_text(text); }
   void check_state_text(std::string_view text) const override { engine_.check_state_text(text); }
 
+  bool quantizable() const override { return requires { Kind::quantizable_modes; }; }
+  void check_quantize(std::string_view mode) const override { checked_quantization(mode); }
+  void quantize(std::string_view mode) override {
+    const quantization_mode m = checked_quantization(mode);
+    if constexpr (requires { Kind::quantizable_modes; }) {
+      std::vector<std::span<const V>> float_weights;
+      for (const auto& v : variables_)
+        if (const auto* each = std::get_if<variable>(&v)) float_weights.push_back(each->value().values());
+      auto [specs, values] = engine_.quantized_weights(m, float_weights);
+      std::vector<any_variable> quantized;
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        if (specs[i].int8) quantized.emplace_back(detail::make_variable<int8_variable>(specs[i], std::move(values[i])));
+        else quantized.emplace_back(detail::make_variable<variable>(specs[i], std::move(values[i])));
+      }
+      engine_.adopt_quantization(m);
+      variables_ = std::move(quantized);
+      set_dtype_policy(detail::quantized_policy(m, dtype_policy().name()));
+    }
+  }
+
  private:
+  quantization_mode checked_quantization(std::string_view mode) const {
+    if (!quantizable())
+      throw std::invalid_argument("Layer '" + name() + "' (" + std::string(Kind::keras_class) +
+                                  ") has no quantized form; Dense layers do.");
+    return detail::checked_quantize(
+        {name(), built_, engine_.quantization(), dtype_policy().name(), dtype_name_v<C>}, mode);
+  }
   std::vector<detail::weight_ref<V, C>> refs() const {
     std::vector<detail::weight_ref<V, C>> result;
-    for (const auto& v : variables_) result.push_back(detail::reference<V, C>(v));
+    for (const auto& v : variables_)
+      std::visit([&](const auto& each) { result.push_back(detail::reference<V, C>(each)); }, v);
     return result;
   }
   template <class F>
   void for_each_indexed_variable(F&& f) {
-    for (std::size_t i = 0; i < variables_.size(); ++i) f(variables_[i], i);
+    for (std::size_t i = 0; i < variables_.size(); ++i) std::visit([&](auto& each) { f(each, i); }, variables_[i]);
   }
 
   detail::layer_engine<Kind, C, V> engine_;
-  std::vector<variable> variables_;
+  std::vector<any_variable> variables_;
+  bool built_ = false;
 };
 
 }  // namespace mixprec

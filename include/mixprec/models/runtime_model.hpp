@@ -330,6 +330,18 @@ class RuntimeModel {
   void save_weights(const std::string& file) { mixprec::save_weights(weights(), file); }
   void load_weights(const std::string& file) { mixprec::load_weights(weights(), file); }
 
+  /// Keras' model.quantize(mode): every layer with a quantized form (Dense) is quantized and
+  /// runs the quantized arithmetic from then on; the others keep their policies. Every layer is
+  /// checked first, so an error (an unknown mode, a layer already quantized) changes nothing.
+  /// The model is no longer compiled: its weights changed, so compile() again to train it.
+  void quantize(std::string_view mode) {
+    for (const auto& l : layers_)
+      if (l->quantizable()) l->check_quantize(mode);
+    for (auto& l : layers_)
+      if (l->quantizable()) l->quantize(mode);
+    compiled_.state.reset();
+  }
+
   friend std::ostream& operator<<(std::ostream& out, const RuntimeModel& model) {
     out << "RuntimeModel '" << model.name_ << "', input " << detail::shape_text(model.input_shape_) << '\n';
     for (const auto& l : model.layers_) out << "  " << l->name() << " (" << l->class_name() << ") " << l->dtype_policy() << '\n';

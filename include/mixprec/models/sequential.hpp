@@ -255,6 +255,16 @@ class Sequential {
   /// All or nothing: a bad file leaves every weight as it was.
   void load_weights(const std::string& file) { mixprec::load_weights(weights(), file); }
 
+  /// Keras' model.quantize(mode): every layer with a quantized form (Dense) is quantized and
+  /// runs the quantized arithmetic from then on (its type stays; its dtype_policy() and config
+  /// say "int8_from_..."); the others keep their policies. Every layer is checked first, so an
+  /// error changes nothing. The model is no longer compiled: compile() again to train it.
+  void quantize(std::string_view mode) {
+    std::apply([&](auto&... layers) { (check_quantize(layers, mode), ...); }, layers_);
+    std::apply([&](auto&... layers) { (quantize_layer(layers, mode), ...); }, layers_);
+    compiled_.state.reset();
+  }
+
   /// Keras 3's Sequential config: RuntimeModel::from_config(model.get_config()) builds the same
   /// model at run time.
   nlohmann::ordered_json get_config(std::string name = "sequential") const {
@@ -419,7 +429,7 @@ class Sequential {
   static nlohmann::ordered_json layer_config(const L& layer) {
     nlohmann::ordered_json config = {{"name", layer.name()}};
     if constexpr (requires { layer.trainable(); }) config["trainable"] = layer.trainable();
-    config["dtype"] = dtype_policies::serialize(L::dtype_policy());
+    config["dtype"] = dtype_policies::serialize(layer.dtype_policy());
     config.update(layer.keras_config());
     return config;
   }
@@ -428,7 +438,7 @@ class Sequential {
   void describe(std::ostream& out, const L& layer, std::size_t) const {
     std::size_t parameters = 0;
     layer.for_each_weight([&](const auto& w) { parameters += w.size(); });
-    out << "  " << layer.name() << "  " << L::policy::name << "  " << parameters << " parameters\n";
+    out << "  " << layer.name() << "  " << layer.dtype_policy().name() << "  " << parameters << " parameters\n";
   }
 
   template <class T, std::size_t... E>
@@ -469,6 +479,14 @@ class Sequential {
                     : std::is_same_v<label_shape, output_shape>;
       if constexpr (!fits) static_assert(detail::labels_do_not_fit_the_output<output_shape, label_shape, L>::reported);
     }
+  }
+  template <class L>
+  static void check_quantize(const L& layer, std::string_view mode) {
+    if constexpr (requires { layer.checked_quantization(mode); }) layer.checked_quantization(mode);
+  }
+  template <class L>
+  static void quantize_layer(L& layer, std::string_view mode) {
+    if constexpr (requires { layer.quantize(mode); }) layer.quantize(mode);
   }
   std::vector<weight_handle> weights_where(bool trained) {
     std::vector<weight_handle> handles;

@@ -267,9 +267,11 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
     if (it->second.shape != w.extents)
       detail::bad_weights_file(file, "weight '" + w.path + "' has shape " + nlohmann::json(it->second.shape).dump() +
                                          " in the file but " + nlohmann::json(w.extents).dump() + " in the model.");
-    const auto from = find_dtype(it->second.dtype);
-    const bool floating = with_dtype_at(*from, [](auto type) { return FloatingDType<typename decltype(type)::type>; });
-    if (it->second.dtype != w.dtype && !floating)
+    const auto floating = [](std::string_view dtype) {
+      return with_dtype_at(*find_dtype(dtype), [](auto type) { return FloatingDType<typename decltype(type)::type>; });
+    };
+    // Floating values convert to the model's floating dtype; an int8 kernel loads only from int8.
+    if (it->second.dtype != w.dtype && !(floating(it->second.dtype) && floating(w.dtype)))
       detail::bad_weights_file(file, "weight '" + w.path + "' is " + it->second.dtype + " in the file but " +
                                          std::string(w.dtype) + " in the model.");
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <sstream>
 #include <span>
 #include <stdexcept>
@@ -19,19 +20,37 @@
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/layers/variable.hpp>
 
 namespace mixprec::detail {
 
-/// A variable of type W from a weight spec, drawn with the seed of its path "<layer>/<weight>".
+/// A variable of type W from a weight spec holding `values`.
+template <class W>
+W make_variable(const weight_spec& spec, std::vector<typename W::true_dtype> values) {
+  W variable(spec.name, typename W::value_type(std::move(values)), spec.shape, spec.trainable);
+  if (spec.regularizer) variable.set_regularizer(*spec.regularizer);
+  return variable;
+}
+/// The same, its values drawn with the seed of its path "<layer>/<weight>" (an int8 weight starts
+/// at zero, as in Keras).
 template <class W>
 W make_variable(const std::string& layer, const weight_spec& spec) {
   using V = typename W::true_dtype;
-  W variable(spec.name, typename W::value_type(initial_values<V>(spec.initializer, spec.shape, layer + "/" + spec.name)),
-             spec.shape, spec.trainable);
-  if (spec.regularizer) variable.set_regularizer(*spec.regularizer);
-  return variable;
+  if constexpr (std::is_same_v<V, std::int8_t>) {
+    std::size_t size = 1;
+    for (std::size_t extent : spec.shape) size *= extent;
+    return make_variable<W>(spec, std::vector<V>(size));
+  } else {
+    return make_variable<W>(spec, initial_values<V>(spec.initializer, spec.shape, layer + "/" + spec.name));
+  }
+}
+/// The same from quantized values (an int8 weight's, or a V weight's).
+template <class W, class V>
+W make_variable(const weight_spec& spec, weight_values<V> values) {
+  if constexpr (std::is_same_v<typename W::true_dtype, std::int8_t>) return make_variable<W>(spec, std::move(values.int8));
+  else return make_variable<W>(spec, std::move(values.values));
 }
 
 /// The weight_ref of a variable: its true value, and its compute-dtype value when it reads in C.
@@ -39,6 +58,11 @@ template <class V, class C, class R, std::size_t... E>
 weight_ref<V, C> reference(const AutoCastVariable<V, R, E...>& variable) {
   if constexpr (std::is_same_v<R, C>) return {variable.value().values(), variable.compute_value().values()};
   else return {variable.value().values(), {}};
+}
+/// An int8 weight's: its int8 values only.
+template <class V, class C, std::size_t... E>
+weight_ref<V, C> reference(const AutoCastVariable<std::int8_t, std::int8_t, E...>& variable) {
+  return {{}, {}, variable.value().values()};
 }
 
 template <class Kind>
@@ -58,6 +82,23 @@ class layer_engine {
 
   const settings_type& settings() const { return settings_; }
   bool trainable() const { return trainable_; }
+  quantization_mode quantization() const {
+    if constexpr (requires { settings_.quantization; }) return settings_.quantization;
+    else return quantization_mode::none;
+  }
+
+  /// What quantizing the built layer in `mode` gives: the new weights' specs and values (from
+  /// the float weights' values, in weight order). Nothing changes until adopt_quantization.
+  std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
+      quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
+    settings_type quantized = settings_;
+    quantized.quantization = mode;
+    return {Kind::weights(quantized, input_), Kind::template quantized_weights<V>(quantized, input_, float_weights)};
+  }
+  void adopt_quantization(quantization_mode mode) {
+    settings_.quantization = mode;
+    specs_ = Kind::weights(settings_, input_);
+  }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
   /// Fixes the input extents (batch excluded); returns the weights to create. Throws
@@ -129,7 +170,7 @@ class layer_engine {
     input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
     Kind::template backward<C, V>(backward_args<Kind, C, V>{settings_, {batch_, input_}, saved_, input_values_, output_,
                                                             weights, dy_c, input_gradient_, gradients,
-                                                            trainable_});
+                                                            trainable_, updates_});
     for (std::size_t i = 0; i < specs_.size(); ++i)
       if (trains(i) && specs_[i].regularizer)
         std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },
@@ -208,7 +249,8 @@ template <class Engine, class ForEachWeight>
 void collect_gradients(Engine& engine, ForEachWeight&& for_each_weight, std::vector<gradient_and_variable>& pairs) {
   for_each_weight([&](auto& variable, std::size_t i) {
     using V = typename std::remove_cvref_t<decltype(variable)>::true_dtype;
-    if (engine.trains(i)) pairs.push_back(gradient_and_variable_of<V>{engine.gradient(i), variable.values_to_update()});
+    if constexpr (FloatingDType<V>)  // an int8 weight is never trained
+      if (engine.trains(i)) pairs.push_back(gradient_and_variable_of<V>{engine.gradient(i), variable.values_to_update()});
   });
 }
 
@@ -220,8 +262,9 @@ void finish_step(Engine& engine, ForEachWeight&& for_each_weight) {
   for_each_weight([&](auto& variable, std::size_t i) {
     using V = typename std::remove_cvref_t<decltype(variable)>::true_dtype;
     if (engine.trains(i)) variable.updated();
-    for (const auto& update : updates)
-      if (update.weight == i) variable.assign_values(std::span<const V>(update.value));
+    if constexpr (FloatingDType<V>)  // updates are for float weights (moving statistics)
+      for (const auto& update : updates)
+        if (update.weight == i) variable.assign_values(std::span<const V>(update.value));
   });
 }
 

@@ -1,7 +1,10 @@
-// The Dense kind: y = activation(x kernel + bias) over the last axis.
+// The Dense kind: y = activation(x kernel + bias) over the last axis; quantized to int8 (Keras 3's
+// Dense.quantize("int8")), y = activation(dequantize(quantize_rows(x) kernel_int8) + bias); in
+// float8 (delayed scaling), the product of float8-rounded inputs and kernel (float8_math.hpp).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string_view>
@@ -10,8 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/detail/float8_math.hpp>
+#include <mixprec/layers/detail/int8_math.hpp>
 #include <mixprec/layers/detail/math.hpp>
 #include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/tensor.hpp>
 
 namespace mixprec::layer_kinds {
@@ -23,12 +29,20 @@ struct dense {
     activation_kind activation = activation_kind::linear;
     bool use_bias = true;
     weight_settings weights = {};
+    /// Set by the layer's policy or by quantize(), not by the config's keys.
+    quantization_mode quantization = quantization_mode::none;
+    /// float8: the length of each amax history (the policy's).
+    std::size_t amax_history_length = default_amax_history_length;
   };
+  static constexpr unsigned quantizable_modes =
+      1u << static_cast<unsigned>(quantization_mode::int8) | 1u << static_cast<unsigned>(quantization_mode::float8);
   using state = detail::no_state;
-  /// The pre-activation x kernel + bias, for activations whose gradient needs it.
+  /// The pre-activation x kernel + bias, for activations whose gradient needs it; float8: the
+  /// float8-rounded inputs and kernel the product ran on.
   template <class C>
   struct saved {
     value_buffer<C> pre_activation;
+    value_buffer<C> float8_inputs, float8_kernel;
   };
 
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
@@ -37,11 +51,45 @@ struct dense {
     output.back() = s.units;
     return output;
   }
+  /// Keras' order: kernel, bias; int8: kernel (int8, frozen), bias, kernel_scale (frozen);
+  /// float8: kernel, bias, then a frozen scale (shape ()) and amax history per quantized tensor:
+  /// inputs, kernel, outputs_grad.
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
-    std::vector<detail::weight_spec> specs{
-        {"kernel", {input.back(), s.units}, s.weights.kernel_initializer, s.weights.kernel_regularizer}};
+    const bool int8 = s.quantization == quantization_mode::int8;
+    std::vector<detail::weight_spec> specs;
+    if (int8) specs.push_back({"kernel", {input.back(), s.units}, initializers::zeros{}, {}, false, false, true});
+    else specs.push_back({"kernel", {input.back(), s.units}, s.weights.kernel_initializer, s.weights.kernel_regularizer});
     if (s.use_bias) specs.push_back({"bias", {s.units}, s.weights.bias_initializer, s.weights.bias_regularizer});
+    if (int8) specs.push_back({"kernel_scale", {s.units}, initializers::ones{}, {}, false, false});
+    if (s.quantization == quantization_mode::float8)
+      for (const char* tensor : float8_tensors) {
+        specs.push_back({std::string(tensor) + "_scale", {}, initializers::ones{}, {}, false, false});
+        specs.push_back({std::string(tensor) + "_amax_history", {s.amax_history_length}, initializers::zeros{}, {}, false, false});
+      }
     return specs;
+  }
+  static constexpr const char* float8_tensors[] = {"inputs", "kernel", "outputs_grad"};
+
+  /// The int8 layer's weights (in weights(int8 settings) order) from the float layer's: per
+  /// output column, scale = 127 / (max |kernel| + 1e-7) and kernel_int8 = round(kernel * scale).
+  template <class V>
+  static std::vector<detail::weight_values<V>> quantized_weights(const settings& s, std::span<const std::size_t> input,
+                                                                 std::span<const std::span<const V>> float_weights) {
+    std::vector<detail::weight_values<V>> values;
+    const auto copy = [](std::span<const V> w) { return detail::weight_values<V>{{w.begin(), w.end()}, {}}; };
+    if (s.quantization == quantization_mode::int8) {
+      detail::int8_columns<V> kernel = detail::quantize_columns<V>(float_weights[0], input.back(), s.units);
+      values.push_back({{}, std::move(kernel.values)});
+      if (s.use_bias) values.push_back(copy(float_weights[1]));
+      values.push_back({std::move(kernel.scales), {}});
+    } else {  // float8: the float weights stay; scales start at 1, histories at 0
+      for (const auto& w : float_weights) values.push_back(copy(w));
+      for (std::size_t i = 0; i < std::size(float8_tensors); ++i) {
+        values.push_back({{cast<V>(1.0)}, {}});
+        values.push_back({std::vector<V>(s.amax_history_length, cast<V>(0.0)), {}});
+      }
+    }
+    return values;
   }
 
   template <class C, class V>
@@ -52,16 +100,44 @@ struct dense {
       a.saved->pre_activation.resize(a.y.size());
       pre_activation = a.saved->pre_activation;
     }
-    detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias(a.settings.use_bias, a.weights),
-                             a.settings.units, a.settings.activation, a.y, pre_activation);
+    const std::span<const C> bias_values = bias(a.settings.use_bias, a.weights);
+    if (a.settings.quantization == quantization_mode::int8) {
+      detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
+                                       bias_values, a.settings.units, a.settings.activation, a.y, pre_activation);
+    } else if (a.settings.quantization == quantization_mode::float8) {
+      float8_forward<C, V>(a, pre_activation);
+    } else {
+      detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias_values, a.settings.units,
+                               a.settings.activation, a.y, pre_activation);
+    }
   }
 
+  /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
+  /// (straight through the inputs' rounding), as in Keras.
   template <class C, class V>
   static void backward(const detail::backward_args<dense, C, V>& a) {
     const std::size_t in = a.shape.last(), units = a.settings.units;
     const std::span<const C> dz = activation_input_gradient(a.settings.activation, a.saved, a.y, a.dy, units);
-    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
-                                 a.settings.use_bias ? a.weight_gradients[1] : std::span<V>(), a.dx);
+    const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
+    if (a.settings.quantization == quantization_mode::int8) {
+      const std::span<const C> kernel =
+          a.dx.empty() ? std::span<const C>() : detail::dequantized_kernel<C, V>(a.weights[0].int8, a.weights.back().value, units);
+      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, {}, bias_gradient, a.dx);
+    } else if (a.settings.quantization == quantization_mode::float8) {
+      // The bias gradient is dz's; the product's gradients run on dz rounded to float8_e5m2,
+      // straight through the rounding of the inputs and the kernel.
+      const std::size_t first = float8_first_scale(a.settings);
+      const std::span<C> dz_float8 = detail::scratch_buffer<C, float8_output_gradient>(dz.size());
+      const float amax = detail::quantize_dequantize_with<float8_e5m2>(dz, a.weights[first + 4].value, dz_float8);
+      detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
+                                        detail::float8_max<float8_e5m2>, first + 4, a.updates);
+      detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in, a.saved.float8_kernel, units, dz_float8,
+                                   a.weight_gradients[0], {}, a.dx);
+      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
+    } else {
+      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
+                                   bias_gradient, a.dx);
+    }
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -79,6 +155,37 @@ struct dense {
     read.unsupported("lora_rank");
     return s;
   }
+
+  /// float8: the product of the inputs and kernel rounded to float8_e4m3fn with their scales;
+  /// a training step records both (for backward) and the new scales and histories.
+  template <class C, class V>
+  static void float8_forward(const detail::forward_args<dense, C, V>& a, std::span<C> pre_activation) {
+    const std::size_t in = a.shape.last(), first = float8_first_scale(a.settings);
+    const std::span<const C> kernel = a.weights[0].read;
+    const auto buffer = [&](value_buffer<C>* kept, std::size_t n, auto purpose) {
+      if (!kept) return detail::scratch_buffer<C, decltype(purpose)>(n);
+      kept->resize(n);
+      return std::span<C>(*kept);
+    };
+    const std::span<C> inputs = buffer(a.saved ? &a.saved->float8_inputs : nullptr, a.x.size(), float8_inputs_buffer{});
+    const std::span<C> weights = buffer(a.saved ? &a.saved->float8_kernel : nullptr, kernel.size(), float8_kernel_buffer{});
+    const float inputs_amax = detail::quantize_dequantize_with<float8_e4m3fn>(a.x, a.weights[first].value, inputs);
+    const float kernel_amax = detail::quantize_dequantize_with<float8_e4m3fn>(kernel, a.weights[first + 2].value, weights);
+    detail::dense_forward<C>(inputs, a.x.size() / in, in, weights, bias(a.settings.use_bias, a.weights), a.settings.units,
+                             a.settings.activation, a.y, pre_activation);
+    if (a.saved) {  // Keras updates the scales in training steps only (through the optimizer)
+      constexpr float e4m3_max = detail::float8_max<float8_e4m3fn>;
+      detail::update_delayed_scaling<V>(a.weights[first].value, a.weights[first + 1].value, inputs_amax, e4m3_max,
+                                        first, a.updates);
+      detail::update_delayed_scaling<V>(a.weights[first + 2].value, a.weights[first + 3].value, kernel_amax, e4m3_max,
+                                        first + 2, a.updates);
+    }
+  }
+  /// The position of inputs_scale among a float8 layer's weights.
+  static std::size_t float8_first_scale(const settings& s) { return s.use_bias ? 2 : 1; }
+  struct float8_inputs_buffer {};
+  struct float8_kernel_buffer {};
+  struct float8_output_gradient {};
 
   // Shared with Conv2D, whose math is Dense's over im2col rows.
   static bool keeps_pre_activation(activation_kind kind) {

@@ -19,6 +19,7 @@
 #include <mixprec/layers/kinds/dropout.hpp>
 #include <mixprec/layers/kinds/flatten.hpp>
 #include <mixprec/layers/kinds/max_pooling2d.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/models/detail/runtime_layer_factory.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
@@ -36,6 +37,10 @@ template <class P>
 concept runtime_layer_policy = FloatDTypePolicyType<P> && ComputeDType<typename P::compute_dtype> &&
                                ComputeDType<typename P::variable_dtype>;
 
+/// A quantized policy over such a pair.
+template <class P>
+concept runtime_quantized_policy = QuantizedDTypePolicyType<P> && runtime_layer_policy<typename P::source_policy>;
+
 template <class Kind>
 std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, const DTypePolicy& policy,
                                                  const layer_site& site) {
@@ -45,13 +50,21 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
   typename Kind::settings settings = Kind::read_config(read);
   read.finish();
   return policy.visit([&]<class P>(const P&) -> std::unique_ptr<RuntimeLayer> {
-    if constexpr (runtime_layer_policy<P>) {
+    constexpr quantization_mode mode = quantization_mode_of_v<P>;
+    if constexpr (mode != quantization_mode::none && !kind_quantizes<Kind>(mode)) {
+      throw site.error("the dtype policy '" + std::string(P::name) + "' is quantized (" +
+                       std::string(quantization_mode_name(mode)) + "), which " + std::string(Kind::keras_class) +
+                       " layers do not support; give it a float policy (int8 is supported by Dense).");
+    } else if constexpr (runtime_layer_policy<P> || runtime_quantized_policy<P>) {
+      if constexpr (mode != quantization_mode::none) {
+        settings.quantization = mode;
+        settings.amax_history_length = policy.amax_history_length().value_or(default_amax_history_length);
+      }
       return std::make_unique<runtime_layer_of<Kind, typename P::compute_dtype, typename P::variable_dtype>>(
           site.name, policy, std::move(settings), trainable);
     } else {
       throw site.error("the dtype policy '" + std::string(P::name) +
-                       "' is not supported: layers compute in float16, bfloat16, float32 or float64 (quantized "
-                       "layers are not available).");
+                       "' is not supported: layers compute in float16, bfloat16, float32 or float64.");
     }
   });
 }
