@@ -5,8 +5,11 @@
 //
 //   train_fashion_mnist [--model cnn|mlp] [--policy mixed_float16|mixed_bfloat16|float32]
 //                       [--epochs 5] [--batch-size 64] [--limit N] [--data DIR]
-//                       [--no-loss-scaling] [--csv PREFIX]
+//                       [--no-loss-scaling] [--csv PREFIX] [--quantize int8|float8]
 //
+// --quantize int8 quantizes the trained model's Dense layers to int8 (Keras 3's
+// model.quantize("int8")) and evaluates it again; --quantize float8 trains them in float8 with
+// delayed scaling (model.quantize("float8") before training).
 // --limit N trains on the first N training images only (a quick run); --no-loss-scaling compiles
 // with auto_scale_loss = false; --csv PREFIX writes PREFIX.epochs.csv and PREFIX.steps.csv
 // (CSVLogger) for scripts/plot_history.py.
@@ -36,7 +39,7 @@ struct options {
   std::size_t epochs = 5, batch_size = 64, limit = 60000;
   std::string data = datasets::fashion_mnist::default_directory;
   bool loss_scaling = true;
-  std::string csv;
+  std::string csv, quantize;
 };
 
 options parse(int argc, char** argv) {
@@ -67,13 +70,20 @@ options parse(int argc, char** argv) {
     else if (flag == "--limit") o.limit = number();
     else if (flag == "--data") o.data = value;
     else if (flag == "--csv") o.csv = value;
+    else if (flag == "--quantize") o.quantize = value;
     else
       throw std::invalid_argument("unknown option " + std::string(flag) +
-                                  "; known: --model, --policy, --epochs, --batch-size, --limit, --data, --no-loss-scaling, --csv");
+                                  "; known: --model, --policy, --epochs, --batch-size, --limit, --data, --no-loss-scaling, "
+                                  "--csv, --quantize");
   }
   if (o.model != "cnn" && o.model != "mlp") throw std::invalid_argument("--model must be cnn or mlp; got " + o.model);
   if (o.policy != "mixed_float16" && o.policy != "mixed_bfloat16" && o.policy != "float32")
     throw std::invalid_argument("--policy must be mixed_float16, mixed_bfloat16 or float32; got " + o.policy);
+  if (!o.quantize.empty() && o.quantize != "int8" && o.quantize != "float8")
+    throw std::invalid_argument("--quantize must be int8 or float8; got " + o.quantize);
+  if (o.quantize == "int8" && o.policy == "mixed_float16")
+    throw std::invalid_argument("--quantize int8 needs --policy float32 or mixed_bfloat16 (as Keras, mixprec rejects int8 "
+                                "with float16 compute)");
   return o;
 }
 
@@ -110,9 +120,10 @@ template <class Model, class X>
 void train(const options& o, Model model, const X& x, const X& x_test, const Tensor<std::int32_t, dynamic>& y,
            const Tensor<std::int32_t, dynamic>& y_test) {
   const auto decay_steps = static_cast<std::int64_t>(o.epochs * fashion_mnist_demo::steps_per_epoch(x.batch(), o.batch_size));
+  if (o.quantize == "float8") model.quantize("float8");
   fashion_mnist_demo::compile(model, decay_steps, o.loss_scaling);
-  std::printf("Fashion-MNIST: %zu training and %zu test images; %s under %s%s; Adam(CosineDecay(%g)), batch %zu\n",
-              x.batch(), x_test.batch(), o.model.c_str(), o.policy.c_str(),
+  std::printf("Fashion-MNIST: %zu training and %zu test images; %s under %s%s%s; Adam(CosineDecay(%g)), batch %zu\n",
+              x.batch(), x_test.batch(), o.model.c_str(), o.policy.c_str(), o.quantize == "float8" ? ", Dense in float8" : "",
               model.loss_scale_optimizer() ? " with dynamic loss scaling" : "", fashion_mnist_demo::learning_rate<Model>,
               o.batch_size);
   std::fflush(stdout);
@@ -130,6 +141,19 @@ void train(const options& o, Model model, const X& x, const X& x_test, const Ten
   const Logs test = model.evaluate(x_test, y_test, {.batch_size = 1000, .verbose = 0});
   std::printf("Test: loss %.4f, accuracy %.4f (training took %.1f s)\n", test.at("loss"), test.at("accuracy"), seconds);
   scales->print();
+  if (o.quantize == "int8") {
+    const auto bytes = [&] {
+      std::size_t total = 0;
+      for (const auto& w : model.weights()) total += w.bytes.size();
+      return total;
+    };
+    const std::size_t float_bytes = bytes();
+    model.quantize("int8");
+    fashion_mnist_demo::compile(model, decay_steps, o.loss_scaling);  // evaluate needs the loss
+    const Logs quantized = model.evaluate(x_test, y_test, {.batch_size = 1000, .verbose = 0});
+    std::printf("Quantized to int8 (every Dense layer): accuracy %.4f; weights %zu -> %zu bytes\n",
+                quantized.at("accuracy"), float_bytes, bytes());
+  }
 }
 
 template <class P>
