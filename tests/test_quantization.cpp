@@ -377,3 +377,13 @@ TEST_CASE("float8 trains the same bits on both model kinds; a skipped step leave
   CHECK(logs.at("skipped") == 1.0);
   CHECK(test::weight_bytes(model) == before);
 }
+
+TEST_CASE("a layer whose policy is no quantization source is not quantized, and keeps its weights") {
+  Dense<3, Policy<float, bfloat16>> layer("dense");  // compute float32, variables bfloat16: no Keras policy
+  const auto x = wave<float, 4>(2);
+  const auto before = layer(x);
+  CHECK_THROWS_WITH_AS(layer.quantize("int8"), doctest::Contains("Quantization needs a floating source policy"),
+                       std::invalid_argument);
+  CHECK(layer.quantization() == quantization_mode::none);
+  CHECK(layer(x) == before);
+}

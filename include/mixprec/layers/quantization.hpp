@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include <mixprec/core/float16.hpp>
 #include <mixprec/core/quantized_policy.hpp>
 #include <mixprec/runtime/detail/parse_policy_name.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
@@ -61,6 +62,18 @@ constexpr bool kind_quantizes(quantization_mode mode) {
     return mode == quantization_mode::none;
 }
 
+/// Whether layers computing in C with variables in V have quantized forms in `mode`: the pairs
+/// of the policies a quantized policy can have as its source (float16, bfloat16, float32,
+/// float64, mixed_float16, mixed_bfloat16), int8 not with float16 compute. Other pairs compile
+/// no quantized arithmetic.
+template <class C, class V>
+constexpr bool quantizable_pair(quantization_mode mode) {
+  const bool source = std::is_same_v<C, V> || (std::is_same_v<V, float> && (std::is_same_v<C, float16> ||
+                                                                            std::is_same_v<C, bfloat16>));
+  if (mode == quantization_mode::int8) return source && !std::is_same_v<C, float16>;
+  return source && mode == quantization_mode::float8;
+}
+
 namespace detail {
 
 /// What quantize(mode) checks on a layer before changing anything (Keras' messages).
@@ -72,6 +85,13 @@ struct quantize_request {
   std::string_view compute_dtype;
 };
 
+/// The policy a layer of policy `source` has once quantized in `mode` (Keras: QuantizedDTypePolicy
+/// for int8, QuantizedFloat8DTypePolicy for float8, with the default amax history length).
+inline DTypePolicy quantized_policy(quantization_mode mode, std::string_view source) {
+  if (mode == quantization_mode::float8) return QuantizedFloat8DTypePolicy("float8", source);
+  return QuantizedDTypePolicy(quantization_mode_name(mode), source);
+}
+
 /// The mode asked for, once every check has passed.
 inline quantization_mode checked_quantize(const quantize_request& layer, std::string_view mode_name) {
   const quantization_mode mode = parse_quantization_mode(mode_name);
@@ -81,14 +101,8 @@ inline quantization_mode checked_quantize(const quantize_request& layer, std::st
                                 std::string(layer.current_policy) + "'. Received: mode=" + quote_for_message(mode_name));
   if (mode == quantization_mode::int8 && layer.compute_dtype == "float16")
     throw std::invalid_argument("Quantization mode='int8' doesn't work well with compute_dtype='float16'.");
+  quantized_policy(mode, layer.current_policy);  // a source Keras accepts (throws Keras' error)
   return mode;
-}
-
-/// The policy a layer of policy `source` has once quantized in `mode` (Keras: QuantizedDTypePolicy
-/// for int8, QuantizedFloat8DTypePolicy for float8, with the default amax history length).
-inline DTypePolicy quantized_policy(quantization_mode mode, std::string_view source) {
-  if (mode == quantization_mode::float8) return QuantizedFloat8DTypePolicy("float8", source);
-  return QuantizedDTypePolicy(quantization_mode_name(mode), source);
 }
 
 }  // namespace detail

@@ -199,7 +199,8 @@ class runtime_layer_of final : public RuntimeLayer {
   void check_quantize(std::string_view mode) const override { checked_quantization(mode); }
   void quantize(std::string_view mode) override {
     const quantization_mode m = checked_quantization(mode);
-    if constexpr (requires { Kind::quantizable_modes; }) {
+    if constexpr (requires { Kind::quantizable_modes; } && (quantizable_pair<C, V>(quantization_mode::int8) ||
+                                                           quantizable_pair<C, V>(quantization_mode::float8))) {
       std::vector<std::span<const V>> float_weights;
       for (const auto& v : variables_)
         if (const auto* each = std::get_if<variable>(&v)) float_weights.push_back(each->value().values());

@@ -26,9 +26,6 @@ struct int8_accumulator;
 struct int8_kernel_scales;
 struct dequantized_kernel_buffer;
 
-/// The dtypes int8 layers compute in (and quantize_rows takes).
-template <class C>
-inline constexpr bool int8_compute_dtype = std::is_same_v<C, float> || std::is_same_v<C, bfloat16> || std::is_same_v<C, double>;
 /// The dtype a V kernel is quantized in: exactly (bfloat16 widens to float without rounding).
 template <class V>
 using int8_source_t = std::conditional_t<std::is_same_v<V, double>, double, float>;
@@ -39,29 +36,21 @@ std::span<const float> scales_as_float(std::span<const V> scales) {
   return widened<float, int8_kernel_scales>(scales);
 }
 
-[[noreturn]] inline void int8_compute_dtype_error() {
-  throw std::logic_error("int8 layers compute in bfloat16, float32 or float64; the policies reject others.");
-}
-
 /// y[rows x units] = act(dequantize(quantize_rows(x) kernel) + bias); kernel is [in x units] int8,
 /// kernel_scale one per unit (in V). With `pre_activation`, also the value before the activation.
 template <class C, class V>
 void int8_dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const std::int8_t> kernel,
                         std::span<const V> kernel_scale, std::span<const C> bias, std::size_t units,
                         activation_kind kind, std::span<C> y, std::span<C> pre_activation) {
-  if constexpr (int8_compute_dtype<C>) {
-    const std::span<std::int8_t> x_int8 = scratch_buffer<std::int8_t, quantized_input>(rows * in);
-    const std::span<float> x_scales = scratch_buffer<float, quantized_input_scales>(rows);
-    kernels::quantize_rows<C>(x, rows, in, x_int8, x_scales);
-    const std::span<std::int32_t> acc = scratch_buffer<std::int32_t, int8_accumulator>(rows * units);
-    kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, x_int8.data(), in, kernel.data(),
-                  units, acc.data(), units);
-    kernels::dequantize_rows<C>(acc, rows, units, x_scales, scales_as_float<V>(kernel_scale), bias, y);
-    if (!pre_activation.empty()) std::copy(y.begin(), y.end(), pre_activation.begin());
-    activate<C>(kind, y, y, units);
-  } else {
-    int8_compute_dtype_error();
-  }
+  const std::span<std::int8_t> x_int8 = scratch_buffer<std::int8_t, quantized_input>(rows * in);
+  const std::span<float> x_scales = scratch_buffer<float, quantized_input_scales>(rows);
+  kernels::quantize_rows<C>(x, rows, in, x_int8, x_scales);
+  const std::span<std::int32_t> acc = scratch_buffer<std::int32_t, int8_accumulator>(rows * units);
+  kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, x_int8.data(), in, kernel.data(),
+                units, acc.data(), units);
+  kernels::dequantize_rows<C>(acc, rows, units, x_scales, scales_as_float<V>(kernel_scale), bias, y);
+  if (!pre_activation.empty()) std::copy(y.begin(), y.end(), pre_activation.begin());
+  activate<C>(kind, y, y, units);
 }
 
 /// kernel / kernel_scale in C ([in x units]), the kernel the input gradient flows through, in a

@@ -101,15 +101,17 @@ struct dense {
       pre_activation = a.saved->pre_activation;
     }
     const std::span<const C> bias_values = bias(a.settings.use_bias, a.weights);
-    if (a.settings.quantization == quantization_mode::int8) {
-      detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
-                                       bias_values, a.settings.units, a.settings.activation, a.y, pre_activation);
-    } else if (a.settings.quantization == quantization_mode::float8) {
-      float8_forward<C, V>(a, pre_activation);
-    } else {
-      detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias_values, a.settings.units,
-                               a.settings.activation, a.y, pre_activation);
+    if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
+      if (a.settings.quantization == quantization_mode::int8)
+        return detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
+                                                bias_values, a.settings.units, a.settings.activation, a.y,
+                                                pre_activation);
     }
+    if constexpr (quantizable_pair<C, V>(quantization_mode::float8)) {
+      if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
+    }
+    detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias_values, a.settings.units,
+                             a.settings.activation, a.y, pre_activation);
   }
 
   /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
@@ -119,25 +121,30 @@ struct dense {
     const std::size_t in = a.shape.last(), units = a.settings.units;
     const std::span<const C> dz = activation_input_gradient(a.settings.activation, a.saved, a.y, a.dy, units);
     const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
-    if (a.settings.quantization == quantization_mode::int8) {
-      const std::span<const C> kernel =
-          a.dx.empty() ? std::span<const C>() : detail::dequantized_kernel<C, V>(a.weights[0].int8, a.weights.back().value, units);
-      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, {}, bias_gradient, a.dx);
-    } else if (a.settings.quantization == quantization_mode::float8) {
-      // The bias gradient is dz's; the product's gradients run on dz rounded to float8_e5m2,
-      // straight through the rounding of the inputs and the kernel.
-      const std::size_t first = float8_first_scale(a.settings);
-      const std::span<C> dz_float8 = detail::scratch_buffer<C, float8_output_gradient>(dz.size());
-      const float amax = detail::quantize_dequantize_with<float8_e5m2>(dz, a.weights[first + 4].value, dz_float8);
-      detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
-                                        detail::float8_max<float8_e5m2>, first + 4, a.updates);
-      detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in, a.saved.float8_kernel, units, dz_float8,
-                                   a.weight_gradients[0], {}, a.dx);
-      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
-    } else {
-      detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
-                                   bias_gradient, a.dx);
+    if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
+      if (a.settings.quantization == quantization_mode::int8) {
+        const std::span<const C> kernel =
+            a.dx.empty() ? std::span<const C>()
+                         : detail::dequantized_kernel<C, V>(a.weights[0].int8, a.weights.back().value, units);
+        return detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, {}, bias_gradient, a.dx);
+      }
     }
+    if constexpr (quantizable_pair<C, V>(quantization_mode::float8)) {
+      if (a.settings.quantization == quantization_mode::float8) {
+        // The bias gradient is dz's; the product's gradients run on dz rounded to float8_e5m2,
+        // straight through the rounding of the inputs and the kernel.
+        const std::size_t first = float8_first_scale(a.settings);
+        const std::span<C> dz_float8 = detail::scratch_buffer<C, float8_output_gradient>(dz.size());
+        const float amax = detail::quantize_dequantize_with<float8_e5m2>(dz, a.weights[first + 4].value, dz_float8);
+        detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
+                                          detail::float8_max<float8_e5m2>, first + 4, a.updates);
+        detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in, a.saved.float8_kernel, units,
+                                     dz_float8, a.weight_gradients[0], {}, a.dx);
+        return detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
+      }
+    }
+    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
+                                 bias_gradient, a.dx);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
