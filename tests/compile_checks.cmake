@@ -70,8 +70,11 @@ foreach(march IN ITEMS sapphirerapids x86-64-v4 x86-64-v2)
     list(GET entry 1 source)
     list(GET entry 2 flags)
     # The project's own build compiles the single-TU sources for the default x86-64, older than
-    # x86-64-v2: only the -march=native sources need the check the other way round.
-    if(march STREQUAL "x86-64-v2" AND check_name MATCHES "^(kernels|runtime_layers)$")
+    # x86-64-v2: only the -march=native sources need the check the other way round. The runtime
+    # layers (the largest TU, no intrinsics of its own) get one AVX-512 check: sapphirerapids, a
+    # superset of x86-64-v4 (CI time).
+    if((march STREQUAL "x86-64-v2" AND check_name MATCHES "^(kernels|runtime_layers)$") OR
+       (march STREQUAL "x86-64-v4" AND check_name STREQUAL "runtime_layers"))
       continue()
     endif()
     add_test(NAME march.${march}.${check_name}
