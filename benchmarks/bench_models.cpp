@@ -1,7 +1,8 @@
 // Forward passes: an MLP 784-1024-1024-10 (batch 256) and a small CNN (batch 64) under float32,
 // mixed_bfloat16 and mixed_float16, as a compile-time Sequential and hand-written on the same
 // kernels with preallocated buffers (the abstraction's cost), and the runtime model; and a
-// weight read inside call against summing a plain buffer (a same-dtype read costs nothing).
+// weight read inside call against summing a plain buffer (a same-dtype read costs nothing); and
+// the MLP quantized to int8.
 // benchmarks/torch_models.py times the same networks in PyTorch. The networks are bench_networks.hpp's.
 #include "bench_common.hpp"
 #include "bench_networks.hpp"
@@ -179,6 +180,19 @@ void BM_handwritten(benchmark::State& state) {
   set_flops(state, M::flops);
 }
 
+/// The same network after model.quantize("int8"): its Dense layers run int8 x int8 products
+/// (the peer: PyTorch's quantize_dynamic of nn.Linear, torch_models.py).
+template <template <class> class Network, class P>
+void BM_sequential_int8(benchmark::State& state) {
+  using M = model_case<Network, P>;
+  use_threads(state);
+  Network<P> model;
+  model.quantize("int8");
+  const auto x = input<typename M::input_type>(M::batch);
+  for (auto _ : state) benchmark::DoNotOptimize(model(x).data());
+  set_flops(state, M::flops);
+}
+
 template <template <class> class Network, class P>
 void BM_runtime_model(benchmark::State& state) {
   using M = model_case<Network, P>;
@@ -285,6 +299,8 @@ BENCHMARK(BM_sequential<mlp, policies::mixed_bfloat16>)->Name("mlp/sequential/mi
 BENCHMARK(BM_handwritten<mlp, policies::mixed_bfloat16>)->Name("mlp/handwritten/mixed_bfloat16")->Apply(model_settings);
 BENCHMARK(BM_runtime_model<mlp, policies::mixed_bfloat16>)->Name("mlp/runtime_model/mixed_bfloat16")->Apply(model_settings);
 BENCHMARK(BM_sequential_over_handwritten<mlp, policies::mixed_bfloat16>)->Name("mlp/sequential_over_handwritten/mixed_bfloat16")->Apply(pair_settings);
+BENCHMARK(BM_sequential_int8<mlp, policies::float32>)->Name("mlp/sequential_int8/float32")->Apply(model_settings);
+BENCHMARK(BM_sequential_int8<mlp, policies::mixed_bfloat16>)->Name("mlp/sequential_int8/mixed_bfloat16")->Apply(model_settings);
 BENCHMARK(BM_sequential<mlp, policies::mixed_float16>)->Name("mlp/sequential/mixed_float16")->Apply(model_settings);
 BENCHMARK(BM_handwritten<mlp, policies::mixed_float16>)->Name("mlp/handwritten/mixed_float16")->Apply(model_settings);
 BENCHMARK(BM_runtime_model<mlp, policies::mixed_float16>)->Name("mlp/runtime_model/mixed_float16")->Apply(model_settings);

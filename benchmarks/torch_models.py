@@ -2,7 +2,8 @@
 """The networks of bench_models.cpp in PyTorch (CPU), for a side-by-side column.
 
 MLP 784-1024-1024-10 (batch 256) and the small CNN (batch 64), forward only, under float32 and
-CPU autocast to bfloat16 / float16 (where this PyTorch supports it), with 1 and 2 threads.
+CPU autocast to bfloat16 / float16 (where this PyTorch supports it), and the MLP with its Linear
+layers quantized to int8 (torch.ao.quantization.quantize_dynamic), with 1 and 2 threads.
 Prints one line per case: name, milliseconds per pass, GFLOP/s. Exits 0 with a note if torch
 is not installed (Debian: python3-torch).
 """
@@ -53,6 +54,11 @@ def main():
                     print(f"torch {name} {label} threads={threads}: unsupported ({str(error).splitlines()[0]})")
                     continue
                 print(f"torch {name} {label} threads={threads}: {t * 1e3:.2f} ms, {flops / t * 1e-9:.1f} GFLOP/s")
+        # int8: dynamic quantization of the MLP's nn.Linear layers (int8 weights, inputs quantized
+        # per call), PyTorch's counterpart of model.quantize("int8").
+        quantized = torch.ao.quantization.quantize_dynamic(mlp(), {torch.nn.Linear}, dtype=torch.qint8)
+        t = seconds_per_pass(quantized, cases[0][2], None)
+        print(f"torch mlp dynamic_int8 threads={threads}: {t * 1e3:.2f} ms, {MLP_FLOPS / t * 1e-9:.1f} GFLOP/s")
 
 
 if __name__ == "__main__":
