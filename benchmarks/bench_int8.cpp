@@ -10,7 +10,8 @@
 //
 // The int8 GEMM runs its best kernel for this CPU unless the name says otherwise: "highway"
 // forbids the native vpdpbusd kernels (pmaddwd on the best Highway target), "avx_vnni" forces the
-// AVX2 target (whose native kernel is AVX-VNNI's 256-bit vpdpbusd, where the CPU has it).
+// AVX2 target (whose native kernel is AVX-VNNI's 256-bit vpdpbusd, where the CPU has it), and
+// "highway_avx2" both (what a CPU with AVX2 and no VNNI runs).
 #include "bench_common.hpp"
 
 #include <cstddef>
@@ -64,20 +65,19 @@ std::vector<T> random_values(std::size_t count, unsigned seed) {
   return values;
 }
 
-enum class int8_path { best, highway, avx_vnni };
+enum class int8_path { best, highway, avx_vnni, highway_avx2 };
 
 /// Selects an int8 kernel for the benchmark's lifetime (and skips it where the CPU lacks it).
 class int8_path_scope {
  public:
   int8_path_scope(benchmark::State& state, int8_path path) {
-    if (path == int8_path::highway) kernels::detail::set_native_int8_enabled(false);
-    if (path == int8_path::avx_vnni) {
-      if (!kernels::detail::avx_vnni_supported()) {
-        state.SkipWithError("this CPU has no AVX-VNNI");
-        return;
-      }
-      target_.emplace("AVX2");
+    const bool highway = path == int8_path::highway || path == int8_path::highway_avx2;
+    if (highway) kernels::detail::set_native_int8_enabled(false);
+    if (path == int8_path::avx_vnni && !kernels::detail::avx_vnni_supported()) {
+      state.SkipWithError("this CPU has no AVX-VNNI");
+      return;
     }
+    if (path == int8_path::avx_vnni || path == int8_path::highway_avx2) target_.emplace("AVX2");
     state.SetLabel(kernels::detail::int8_gemm_kernel_name(kernels::detail::gemm_int8_kernel()) +
                    std::string(" on ") + kernels::active_target());
   }
@@ -219,6 +219,9 @@ BENCHMARK(BM_gemm_int8<int8_path::best, transpose::no>)->Name("gemm/int8")->Appl
 BENCHMARK(BM_gemm_int8<int8_path::best, transpose::yes>)->Name("gemm/int8_bt")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::highway, transpose::no>)->Name("gemm/int8_highway")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::avx_vnni, transpose::no>)->Name("gemm/int8_avx_vnni")->Apply(int8_sizes);
+BENCHMARK(BM_gemm_int8<int8_path::highway_avx2, transpose::no>)
+    ->Name("gemm/int8_highway_avx2")
+    ->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<bfloat16>)->Name("gemm/bf16")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<float>)->Name("gemm/f32")->Apply(int8_sizes);
 BENCHMARK(BM_dense_int8)->Name("dense/int8")->Apply(dense_sizes);
