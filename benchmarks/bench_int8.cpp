@@ -10,7 +10,9 @@
 //
 // The int8 GEMM runs its best kernel for this CPU unless the name says otherwise: "highway"
 // forbids the native vpdpbusd kernels (pmaddwd on the best Highway target), "avx_vnni" forces the
-// AVX2 target (whose native kernel is AVX-VNNI's 256-bit vpdpbusd, where the CPU has it).
+// AVX2 target (whose native kernel is AVX-VNNI's 256-bit vpdpbusd, where the CPU has it), and
+// "highway_avx2" both (what a CPU with AVX2 and no VNNI runs); "f32_avx2" is the float32 GEMM on
+// the AVX2 target, to compare with it.
 #include "bench_common.hpp"
 
 #include <cstddef>
@@ -64,20 +66,19 @@ std::vector<T> random_values(std::size_t count, unsigned seed) {
   return values;
 }
 
-enum class int8_path { best, highway, avx_vnni };
+enum class int8_path { best, highway, avx_vnni, highway_avx2 };
 
 /// Selects an int8 kernel for the benchmark's lifetime (and skips it where the CPU lacks it).
 class int8_path_scope {
  public:
   int8_path_scope(benchmark::State& state, int8_path path) {
-    if (path == int8_path::highway) kernels::detail::set_native_int8_enabled(false);
-    if (path == int8_path::avx_vnni) {
-      if (!kernels::detail::avx_vnni_supported()) {
-        state.SkipWithError("this CPU has no AVX-VNNI");
-        return;
-      }
-      target_.emplace("AVX2");
+    const bool highway = path == int8_path::highway || path == int8_path::highway_avx2;
+    if (highway) kernels::detail::set_native_int8_enabled(false);
+    if (path == int8_path::avx_vnni && !kernels::detail::avx_vnni_supported()) {
+      state.SkipWithError("this CPU has no AVX-VNNI");
+      return;
     }
+    if (path == int8_path::avx_vnni || path == int8_path::highway_avx2) target_.emplace("AVX2");
     state.SetLabel(kernels::detail::int8_gemm_kernel_name(kernels::detail::gemm_int8_kernel()) +
                    std::string(" on ") + kernels::active_target());
   }
@@ -104,11 +105,13 @@ void BM_gemm_int8(benchmark::State& state) {
   set_ops(state, size);
 }
 
-/// float32 or bfloat16 (accumulated in float32, C float32).
-template <class T>
+/// float32 or bfloat16 (accumulated in float32, C float32); on the AVX2 target when `avx2`.
+template <class T, bool Avx2 = false>
 void BM_gemm_float(benchmark::State& state) {
   const dense_size size(state);
   use_threads(state);
+  std::optional<kernels::target_scope> target;
+  if constexpr (Avx2) target.emplace("AVX2");
   const auto a = random_values<T>(size.m * size.k, 1);
   const auto b = random_values<T>(size.k * size.n, 2);
   std::vector<float> c(size.m * size.n);
@@ -191,7 +194,8 @@ void BM_dequantize_rows(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * rows * cols));
 }
 
-/// m, k, n, threads: the MLP's three layers at batch 256, and 512^3.
+/// m, k, n, threads: the MLP's three layers at batch 256, and 512^3 (for the GEMMs and the
+/// Dense steps alike).
 void int8_sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "k", "n", "threads"});
   for (std::int64_t threads : {1, 2}) {
@@ -203,26 +207,20 @@ void int8_sizes(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void dense_sizes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"m", "k", "n", "threads"});
-  for (std::int64_t threads : {1, 2}) {
-    b->Args({256, 784, 1024, threads});
-    b->Args({256, 1024, 1024, threads});
-    b->Args({256, 1024, 10, threads});
-  }
-  b->UseRealTime()->Unit(benchmark::kMicrosecond);
-}
-
 }  // namespace
 
 BENCHMARK(BM_gemm_int8<int8_path::best, transpose::no>)->Name("gemm/int8")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::best, transpose::yes>)->Name("gemm/int8_bt")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::highway, transpose::no>)->Name("gemm/int8_highway")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::avx_vnni, transpose::no>)->Name("gemm/int8_avx_vnni")->Apply(int8_sizes);
+BENCHMARK(BM_gemm_int8<int8_path::highway_avx2, transpose::no>)
+    ->Name("gemm/int8_highway_avx2")
+    ->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<bfloat16>)->Name("gemm/bf16")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<float>)->Name("gemm/f32")->Apply(int8_sizes);
-BENCHMARK(BM_dense_int8)->Name("dense/int8")->Apply(dense_sizes);
-BENCHMARK(BM_dense_f32)->Name("dense/f32")->Apply(dense_sizes);
+BENCHMARK(BM_gemm_float<float, true>)->Name("gemm/f32_avx2")->Apply(int8_sizes);
+BENCHMARK(BM_dense_int8)->Name("dense/int8")->Apply(int8_sizes);
+BENCHMARK(BM_dense_f32)->Name("dense/f32")->Apply(int8_sizes);
 BENCHMARK(BM_quantize_rows)->Name("quantize_rows/f32/256x1024")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_dequantize_rows)->Name("dequantize_rows/f32/256x1024")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 

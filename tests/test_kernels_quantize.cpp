@@ -196,8 +196,10 @@ std::set<std::string> kernels_run;
 
 TEST_CASE("int8 gemm is exact: ragged shapes around every tile, all transpositions, every target and kernel") {
   std::vector<shape> shapes;
-  for (std::size_t m : {1, 5, 6, 7, 12, 13, 25, 70})
-    for (std::size_t n : {1, 2, 15, 16, 17, 32, 33, 70})
+  // Tiles: 4, 6 (AVX-VNNI), 8 (Highway on AVX3) and 12 (AVX-512 VNNI) rows; 2 vectors of 2, 8, 16
+  // or 32 columns (Highway on SCALAR, SSE4, AVX2, AVX3), 16 (AVX-VNNI) or 32 (AVX-512 VNNI).
+  for (std::size_t m : {1, 3, 4, 5, 7, 8, 9, 12, 13, 25, 70})
+    for (std::size_t n : {1, 2, 7, 9, 16, 17, 32, 33, 70})
       for (std::size_t k : {1, 2, 3, 4, 5, 9, 31, 70}) shapes.push_back({m, n, k});
   const auto cases = random_cases(shapes, 1);
   for_each_int8_kernel([&](const std::string& target, int8_gemm_kernel kernel) {

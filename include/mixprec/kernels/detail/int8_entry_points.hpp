@@ -68,7 +68,7 @@ MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float16* x, std::size_t 
 /// The int8 GEMM micro-kernels.
 enum class int8_gemm_kernel {
   highway,      // Highway on every target: int8 widened to int16 pairs, multiply-added into int32
-                // (pmaddwd on x86), or widened to int32 on SCALAR
+                // (pmaddwd on x86; 4 x 2 vectors, 8 x 2 on AVX3), or widened to int32 on SCALAR
   avx_vnni,     // 256-bit vpdpbusd (AVX-VNNI), 6 x 16 tile
   avx512_vnni,  // 512-bit vpdpbusd (AVX-512 VNNI), 12 x 32 tile
 };

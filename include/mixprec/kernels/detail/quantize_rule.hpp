@@ -34,10 +34,10 @@ constexpr float float8_max_finite() {
 // Cache blocking of the int8 GEMM (the loop nest of the float GEMM, gemm_blocking.hpp, on
 // 32-bit units of 4 (vpdpbusd) or 2 (pmaddwd) int8 depth elements):
 //  - kc = 512 depth elements: a packed op(B) micro-panel is 512 x 32 bytes = 16 KiB for the
-//    12 x 32 AVX-512 VNNI tile (32 KiB of int16 pairs for the Highway kernel's 6 x 32 tile on
+//    12 x 32 AVX-512 VNNI tile (32 KiB of int16 pairs for the Highway kernel's 8 x 32 tile on
 //    AVX3), which stays in L1 while the op(A) panels stream past;
-//  - mc = 192 rows (16 twelve-row or 32 six-row panels): the packed op(A) block, 96 KiB of bytes
-//    (192 KiB as int16 pairs), stays in L2;
+//  - mc = 192 rows (whole panels of 12, 8, 6 or 4 rows): the packed op(A) block, 96 KiB of
+//    bytes (192 KiB as int16 pairs), stays in L2;
 //  - nc = 1024 columns: the packed op(B) block, 512 KiB (1 MiB as pairs), stays in L2/L3.
 // Sums are exact, so neither the blocking nor the thread split can change a result.
 inline constexpr std::size_t gemm_int8_depth_block = 512;
