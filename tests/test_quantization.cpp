@@ -387,3 +387,74 @@ TEST_CASE("a layer whose policy is no quantization source is not quantized, and 
   CHECK(layer.quantization() == quantization_mode::none);
   CHECK(layer(x) == before);
 }
+
+TEST_CASE("model.quantize checks the mode first, and a model without Dense stays compiled") {
+  using model_type = Sequential<policies::float32, Input<4>, Dropout<>>;
+  model_type model;
+  model.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  CHECK_THROWS_WITH_AS(model.quantize("int4"), doctest::Contains("Invalid quantization mode"), std::invalid_argument);
+  model.quantize("int8");  // nothing to quantize: nothing changes
+  const auto x = wave<float, 4>(2);
+  CHECK_NOTHROW(model.train_on_batch(x, x));
+
+  RuntimeModel runtime({4}, {layer_configs::layer("Dropout", {{"rate", 0.5}}, {}, "dropout")});
+  runtime.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  CHECK_THROWS_WITH_AS(runtime.quantize("int4"), doctest::Contains("Invalid quantization mode"), std::invalid_argument);
+  runtime.quantize("float8");
+  CHECK_NOTHROW(runtime.train_on_batch(AnyTensor(x), AnyTensor(x)));
+  CHECK_THROWS_WITH_AS(runtime.layer(0).quantize("int8"), "Layer 'dropout' (Dropout) has no quantized form; Dense layers do.",
+                       std::invalid_argument);
+}
+
+TEST_CASE("Keras' order of quantize's checks; float8 layers are quantized once") {
+  Dense<3, policies::float32> unbuilt("dense");
+  CHECK_THROWS_WITH_AS(unbuilt.quantize("int4"), "Cannot quantize a layer that isn't yet built.", std::invalid_argument);
+  Dense<3, policies::float32> layer("dense");
+  layer(wave<float, 4>(2));
+  layer.quantize("float8");
+  CHECK_THROWS_WITH_AS(layer.quantize("int8"),
+                       "Layer 'dense' is already quantized with dtype_policy='float8_from_float32'. Received: mode=int8",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(layer.quantize("int4"), doctest::Contains("is already quantized"), std::invalid_argument);
+}
+
+TEST_CASE("an int8 kernel's depth is limited to what int32 sums hold: refused before anything changes") {
+  Dense<2, policies::float32> layer("dense");
+  const Tensor<float, dynamic, 140000> x(1);
+  const auto before = layer(x);
+  CHECK_THROWS_WITH_AS(layer.quantize("int8"), doctest::Contains("an int8 kernel takes at most 131071 input features"),
+                       std::invalid_argument);
+  CHECK(layer.quantization() == quantization_mode::none);
+  CHECK(layer(x) == before);
+}
+
+TEST_CASE("float8 without bias and with an activation that keeps its pre-activation; a frozen float8 layer keeps its scales") {
+  using model_type = Sequential<policies::float32, Input<6>, Dense<5, activations::gelu, no_bias>, Dense<3>>;
+  model_type model;
+  model.quantize("float8");
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  test::copy_weights(model, runtime);
+  model.compile(optimizers::SGD(0.05), losses::SparseCategoricalCrossentropy(true));
+  runtime.compile(optimizers::SGD(0.05), losses::SparseCategoricalCrossentropy(true));
+  Tensor<std::int32_t, dynamic> y(std::vector<std::int32_t>{0, 1, 2, 1});
+  for (int step = 0; step < 3; ++step) {
+    const auto x = wave<float, 6>(4, step);
+    CHECK(model.train_on_batch(x, y).at("loss") == runtime.train_on_batch(AnyTensor(x), AnyTensor(y)).at("loss"));
+  }
+  CHECK(test::weight_bytes(model) == test::weight_bytes(runtime));
+  CHECK(model.layer<0>().inputs_scale.value()[0] != 1.0f);  // scales move with training
+
+  model.layer<0>().set_trainable(false);
+  model.compile(optimizers::SGD(0.05), losses::SparseCategoricalCrossentropy(true));
+  std::vector<std::vector<std::byte>> frozen;
+  model.layer<0>().for_each_weight([&](const auto& w) {
+    const auto bytes = std::as_bytes(w.value().values());
+    frozen.emplace_back(bytes.begin(), bytes.end());
+  });
+  model.train_on_batch(wave<float, 6>(4, 9.0), y);
+  std::size_t i = 0;
+  model.layer<0>().for_each_weight([&](const auto& w) {
+    const auto bytes = std::as_bytes(w.value().values());
+    CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == frozen[i++]);
+  });
+}

@@ -179,6 +179,10 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   static_assert(kind_quantizes<Kind>(quantization_mode_of_v<policy>),
                 "This layer kind has no quantized form: give a quantized policy (QuantizedPolicy<...>) only to Dense "
                 "layers, and a float policy (policies::mixed_bfloat16, ...) to the others.");
+  static_assert(quantization_mode_of_v<policy> == quantization_mode::none ||
+                    quantizable_pair<compute_dtype, variable_dtype>(quantization_mode_of_v<policy>),
+                "A quantized policy's source must be float16, bfloat16, float32, float64, mixed_float16 or "
+                "mixed_bfloat16 (as in Keras), and int8 does not compute in float16.");
   static typename Kind::settings with_policy_quantization(typename Kind::settings settings) {
     if constexpr (requires { settings.quantization; }) {
       settings.quantization = quantization_mode_of_v<policy>;

@@ -34,6 +34,7 @@
 #include <mixprec/models/detail/runtime_layer_factory.hpp>
 #include <mixprec/models/detail/training_entry.hpp>
 #include <mixprec/models/logs.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
@@ -335,11 +336,16 @@ class RuntimeModel {
   /// checked first, so an error (an unknown mode, a layer already quantized) changes nothing.
   /// The model is no longer compiled: its weights changed, so compile() again to train it.
   void quantize(std::string_view mode) {
+    parse_quantization_mode(mode);
+    bool changed = false;
     for (const auto& l : layers_)
       if (l->quantizable()) l->check_quantize(mode);
     for (auto& l : layers_)
-      if (l->quantizable()) l->quantize(mode);
-    compiled_.state.reset();
+      if (l->quantizable()) {
+        l->quantize(mode);
+        changed = true;
+      }
+    if (changed) compiled_.state.reset();
   }
 
   friend std::ostream& operator<<(std::ostream& out, const RuntimeModel& model) {

@@ -39,6 +39,7 @@
 #include <mixprec/layers/variable.hpp>
 #include <mixprec/models/detail/training_entry.hpp>
 #include <mixprec/models/logs.hpp>
+#include <mixprec/layers/quantization.hpp>
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/serialization.hpp>
 
@@ -260,9 +261,11 @@ class Sequential {
   /// say "int8_from_..."); the others keep their policies. Every layer is checked first, so an
   /// error changes nothing. The model is no longer compiled: compile() again to train it.
   void quantize(std::string_view mode) {
+    parse_quantization_mode(mode);
     std::apply([&](auto&... layers) { (check_quantize(layers, mode), ...); }, layers_);
-    std::apply([&](auto&... layers) { (quantize_layer(layers, mode), ...); }, layers_);
-    compiled_.state.reset();
+    bool changed = false;
+    std::apply([&](auto&... layers) { ((changed = quantize_layer(layers, mode) || changed), ...); }, layers_);
+    if (changed) compiled_.state.reset();
   }
 
   /// Keras 3's Sequential config: RuntimeModel::from_config(model.get_config()) builds the same
@@ -484,9 +487,15 @@ class Sequential {
   static void check_quantize(const L& layer, std::string_view mode) {
     if constexpr (requires { layer.checked_quantization(mode); }) layer.checked_quantization(mode);
   }
+  /// Whether the layer has a quantized form (and was quantized).
   template <class L>
-  static void quantize_layer(L& layer, std::string_view mode) {
-    if constexpr (requires { layer.quantize(mode); }) layer.quantize(mode);
+  static bool quantize_layer(L& layer, std::string_view mode) {
+    if constexpr (requires { layer.quantize(mode); }) {
+      layer.quantize(mode);
+      return true;
+    } else {
+      return false;
+    }
   }
   std::vector<weight_handle> weights_where(bool trained) {
     std::vector<weight_handle> handles;

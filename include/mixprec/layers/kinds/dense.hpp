@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,11 @@ struct dense {
   /// inputs, kernel, outputs_grad.
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
     const bool int8 = s.quantization == quantization_mode::int8;
+    if (int8 && input.back() > kernels::detail::gemm_int8_max_depth)
+      throw std::invalid_argument("Dense: an int8 kernel takes at most " +
+                                  std::to_string(kernels::detail::gemm_int8_max_depth) +
+                                  " input features (its int8 products are summed in int32); this layer has " +
+                                  std::to_string(input.back()) + ".");
     std::vector<detail::weight_spec> specs;
     if (int8) specs.push_back({"kernel", {input.back(), s.units}, initializers::zeros{}, {}, false, false, true});
     else specs.push_back({"kernel", {input.back(), s.units}, s.weights.kernel_initializer, s.weights.kernel_regularizer});
@@ -110,6 +116,7 @@ struct dense {
     if constexpr (quantizable_pair<C, V>(quantization_mode::float8)) {
       if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
     }
+    check_float(a.settings);
     detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias_values, a.settings.units,
                              a.settings.activation, a.y, pre_activation);
   }
@@ -136,13 +143,15 @@ struct dense {
         const std::size_t first = float8_first_scale(a.settings);
         const std::span<C> dz_float8 = detail::scratch_buffer<C, float8_output_gradient>(dz.size());
         const float amax = detail::quantize_dequantize_with<float8_e5m2>(dz, a.weights[first + 4].value, dz_float8);
-        detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
-                                          detail::float8_max<float8_e5m2>, first + 4, a.updates);
+        if (a.training)  // a frozen layer's scales stay (Keras: its variables are not trained)
+          detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
+                                            detail::float8_max<float8_e5m2>, first + 4, a.updates);
         detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in, a.saved.float8_kernel, units,
                                      dz_float8, a.weight_gradients[0], {}, a.dx);
         return detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
       }
     }
+    check_float(a.settings);
     detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
                                  bias_gradient, a.dx);
   }
@@ -180,13 +189,20 @@ struct dense {
     const float kernel_amax = detail::quantize_dequantize_with<float8_e4m3fn>(kernel, a.weights[first + 2].value, weights);
     detail::dense_forward<C>(inputs, a.x.size() / in, in, weights, bias(a.settings.use_bias, a.weights), a.settings.units,
                              a.settings.activation, a.y, pre_activation);
-    if (a.saved) {  // Keras updates the scales in training steps only (through the optimizer)
+    if (a.saved && a.trainable) {  // Keras updates the scales in training steps of a trained layer only
       constexpr float e4m3_max = detail::float8_max<float8_e4m3fn>;
       detail::update_delayed_scaling<V>(a.weights[first].value, a.weights[first + 1].value, inputs_amax, e4m3_max,
                                         first, a.updates);
       detail::update_delayed_scaling<V>(a.weights[first + 2].value, a.weights[first + 3].value, kernel_amax, e4m3_max,
                                         first + 2, a.updates);
     }
+  }
+  /// The float arithmetic must not run on a quantized layer's weights (a quantized policy's
+  /// (compute, variable) pair always has its quantized arithmetic compiled: KindLayer and the
+  /// runtime factory check it).
+  static void check_float(const settings& s) {
+    if (s.quantization != quantization_mode::none)
+      throw std::logic_error("Dense: quantized arithmetic is not compiled for this compute and variable dtype.");
   }
   /// The position of inputs_scale among a float8 layer's weights.
   static std::size_t float8_first_scale(const settings& s) { return s.use_bias ? 2 : 1; }
