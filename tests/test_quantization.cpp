@@ -1,7 +1,9 @@
-// int8 Dense (Keras 3's Dense.quantize("int8")) on both model kinds: the kernel's quantization
-// against the spec's example, the layer against an independent emulation of the same
-// arithmetic, layer.quantize / model.quantize and their errors (which change nothing), Keras
-// configs and weight files, DTypePolicyMap, and training an int8 model's bias.
+// Quantized Dense (Keras 3's Dense.quantize) on both model kinds. int8: the kernel's quantization
+// against the spec's example, the layer against an independent emulation of the same arithmetic.
+// float8: float8-rounded products, and the scales and amax histories after 3 steps against the
+// formulas by hand. layer.quantize / model.quantize and their errors (which change nothing),
+// Keras configs and weight files, DTypePolicyMap, training an int8 model's bias, a float8 model
+// on both kinds, skipped steps and frozen layers.
 #include <doctest/doctest.h>
 
 #include <bit>
