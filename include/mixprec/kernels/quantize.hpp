@@ -34,6 +34,7 @@
 #include <mixprec/kernels/config.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/int8_entry_points.hpp>
+#include <mixprec/kernels/detail/quantize_rule.hpp>
 #include <mixprec/kernels/gemm.hpp>
 
 namespace mixprec::kernels {
@@ -188,7 +189,7 @@ float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
   mixprec::detail::check_same_size(x.size(), y.size(), "quantize_dequantize");
   if (x.data() != y.data()) mixprec::detail::check_disjoint(x, std::span<const T>(y), "quantize_dequantize", "x", "y");
   if constexpr (std::is_same_v<T, double>) {
-    constexpr double limit = std::is_same_v<F, float8_e4m3fn> ? 448.0 : 57344.0;
+    constexpr double limit = detail::float8_max_finite<F::format>();
     double amax = 0.0;
     for (std::size_t i = 0; i < x.size(); ++i) {
       const double v = x[i];

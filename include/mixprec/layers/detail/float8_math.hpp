@@ -13,14 +13,16 @@
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/float8.hpp>
+#include <mixprec/kernels/detail/quantize_rule.hpp>
 #include <mixprec/kernels/quantize.hpp>
+#include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers/kind.hpp>
 
 namespace mixprec::detail {
 
 /// The largest finite value of a float8 format: 448 (e4m3fn), 57344 (e5m2).
 template <class F>
-inline constexpr float float8_max = std::is_same_v<F, float8_e4m3fn> ? 448.0f : 57344.0f;
+inline constexpr float float8_max = kernels::detail::float8_max_finite<F::format>();
 
 /// Keras' compute_float8_scale: 1 / (fp8_max / amax) for the largest amax in the history, or
 /// the scale as it was when that amax is zero or not finite (the first steps).
@@ -36,14 +38,7 @@ inline float next_float8_scale(float scale, float history_amax, float fp8_max) {
 template <class V>
 void update_delayed_scaling(std::span<const V> scale, std::span<const V> history, float amax, float fp8_max,
                             std::size_t scale_weight, std::vector<weight_update<V>>& updates) {
-  float history_amax = 0.0f;
-  bool nan = false;
-  for (const V& h : history) {
-    const float v = static_cast<float>(cast<float>(h));
-    nan = nan || std::isnan(v);
-    history_amax = std::max(history_amax, v);
-  }
-  if (nan) history_amax = std::nanf("");
+  const float history_amax = mixprec::amax(history);  // NaN if the history holds one
   const float new_scale = next_float8_scale(static_cast<float>(cast<float>(scale[0])), history_amax, fp8_max);
   std::vector<V> new_history(history.begin(), history.end());
   std::rotate(new_history.begin(), new_history.begin() + 1, new_history.end());
