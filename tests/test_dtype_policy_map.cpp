@@ -85,7 +85,7 @@ TEST_CASE("keys are RE2 regexes: linear-time matching, whatever the key") {
   CHECK(map.get(std::string(100000, 'a') + "b").name() == "bfloat16");
 }
 
-TEST_CASE("long keys and long layer paths: no recursion, a clear error when a key is too large") {
+TEST_CASE("long keys and long layer paths: no recursion, a clear error when a key is too long or too large") {
   DTypePolicyMap map(DTypePolicy("float32"));
   // A layer name of 100K characters, matched by regexes and compared with exact keys.
   const std::string long_path = "model/" + std::string(100000, 'x');
@@ -93,19 +93,29 @@ TEST_CASE("long keys and long layer paths: no recursion, a clear error when a ke
   map.set("model/(x|y)*z", "float16");
   CHECK(map.get(long_path).name() == "bfloat16");
   CHECK(map.get(long_path + "y").name() == "float32");
-  // A key of 20K characters fits key_regex_memory and matches.
-  const std::string long_key = "other/" + std::string(20000, 'k');
+  // The longest key fits key_regex_memory and matches.
+  const std::string long_key = "other/" + std::string(DTypePolicyMap::max_key_length - 6, 'k');
   map.set(long_key, "float64");
   CHECK(map.get(long_key).name() == "float64");
   CHECK(map.get(long_key + "k").name() == "float32");
-  // A 100 KB key, and one nested 50000 deep, are too large: named (shortened) and rejected.
-  for (const std::string& key : {std::string(100000, 'a'), std::string(50000, '(') + std::string(50000, ')')}) {
+  // Longer keys, such as a 100 KB one or one nested 50000 deep, are rejected unparsed, named (shortened).
+  for (const std::string& key : {long_key + "k", std::string(50000, '(') + std::string(50000, ')')}) {
     CAPTURE(key.size());
     CHECK_THROWS_WITH_AS(map.set(key, "float16"),
-                         doctest::Contains("...(100000 characters)' is too large: its compiled regex needs more than "
-                                           "1024 KiB (key_regex_memory)."),
+                         doctest::Contains(("...(" + std::to_string(key.size()) + " characters)' is too long: " +
+                                            std::to_string(key.size()) + " bytes; at most 65536 (max_key_length).")
+                                               .c_str()),
                          std::invalid_argument);
   }
+  // A short key whose repetitions expand past key_regex_memory.
+  std::string expanding;
+  for (int i = 0; i < 20; ++i) expanding += ".{1000}";
+  CHECK_THROWS_WITH_AS(map.set(expanding, "float16"),
+                       ("The DTypePolicyMap key '" + expanding.substr(0, 120) +
+                        "...(140 characters)' is too large: its compiled regex needs more than 1024 KiB "
+                        "(key_regex_memory).")
+                           .c_str(),
+                       std::invalid_argument);
   CHECK(map.size() == 3);
 }
 

@@ -40,9 +40,9 @@ class DTypePolicyMap {
       : default_policy_(default_policy), has_default_argument_(true) {}
 
   /// Adds a key. The value goes through dtype_policies::get. A key that is already present,
-  /// a key that is not a valid RE2 regular expression (or not valid UTF-8, or too large to
-  /// compile within key_regex_memory), or a bad value throws std::invalid_argument and leaves
-  /// the map as it was.
+  /// a key that is not a valid RE2 regular expression (or not valid UTF-8, longer than
+  /// max_key_length, or too large to compile within key_regex_memory), or a bad value throws
+  /// std::invalid_argument and leaves the map as it was.
   void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
   void set(std::string_view key, std::string_view policy) { insert(key, interpret(key, [&] {
                                                                 return dtype_policies::get(policy); }, policy)); }
@@ -72,8 +72,11 @@ class DTypePolicyMap {
   }
   DTypePolicy operator[](std::string_view path) const { return get(path); }
 
-  /// The memory RE2 may use for one key's compiled regex and its match cache (RE2's max_mem).
-  /// Keys up to tens of thousands of characters fit; a larger one is rejected when set.
+  /// Longer keys are rejected before RE2 parses them (a parse takes time and memory in
+  /// proportion to the key).
+  static constexpr std::size_t max_key_length = 65536;
+  /// The memory RE2 may use for one key's compiled regex and its match cache (RE2's max_mem):
+  /// any literal key up to max_key_length fits; counted repetitions can exceed it.
   static constexpr std::int64_t key_regex_memory = std::int64_t{1} << 20;
 
   /// Removes a key and returns its policy; a missing key throws std::out_of_range.
@@ -172,6 +175,10 @@ class DTypePolicyMap {
   }
 
   static std::shared_ptr<const RE2> compile_key(std::string_view key) {
+    if (key.size() > max_key_length)
+      throw std::invalid_argument("The DTypePolicyMap key '" + detail::quote_for_message(key) + "' is too long: " +
+                                  std::to_string(key.size()) + " bytes; at most " + std::to_string(max_key_length) +
+                                  " (max_key_length).");
     auto pattern = std::make_shared<const RE2>(re2::StringPiece(key.data(), key.size()), key_regex_options());
     if (pattern->ok()) return pattern;
     const std::string shown_key = "The DTypePolicyMap key '" + detail::quote_for_message(key) + "'";
