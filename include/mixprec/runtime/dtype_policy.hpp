@@ -204,12 +204,7 @@ inline void replace_current_policy_setting(policy_setting setting) {
   slot.setting = std::move(setting);
 }
 
-inline DTypePolicy read_global_policy() {
-  if (const open_policy_scope* scope = innermost_policy_scope()) return scope->setting.policy;
-  auto& slot = global_policy();
-  std::lock_guard lock(slot.mutex);
-  return slot.setting.policy;
-}
+inline DTypePolicy read_global_policy() { return current_policy_setting().policy; }
 
 inline std::string global_policy_name() { return std::string(read_global_policy().name()); }
 
