@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstddef>
@@ -159,7 +160,7 @@ class address_space_limit {
   explicit address_space_limit(rlim_t bytes) {
     REQUIRE(getrlimit(RLIMIT_AS, &saved_) == 0);
     rlimit lowered = saved_;
-    lowered.rlim_cur = bytes;
+    lowered.rlim_cur = std::min(bytes, saved_.rlim_max);
     REQUIRE(setrlimit(RLIMIT_AS, &lowered) == 0);
   }
   ~address_space_limit() { setrlimit(RLIMIT_AS, &saved_); }
