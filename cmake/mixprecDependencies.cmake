@@ -21,5 +21,19 @@ if(NOT TARGET mixprec_hwy)
   endif()
 endif()
 
+# RE2 (libre2-dev): DTypePolicyMap's regexes. Its CMake config if present (newer RE2), else
+# pkg-config's re2 (Debian 12's libre2-dev ships only that).
+find_package(re2 CONFIG QUIET)
+if(NOT TARGET mixprec_re2)
+  add_library(mixprec_re2 INTERFACE IMPORTED)
+  if(TARGET re2::re2)
+    target_link_libraries(mixprec_re2 INTERFACE re2::re2)
+  else()
+    find_dependency(PkgConfig)
+    pkg_check_modules(MIXPREC_LIBRE2 REQUIRED IMPORTED_TARGET re2)
+    target_link_libraries(mixprec_re2 INTERFACE PkgConfig::MIXPREC_LIBRE2)
+  endif()
+endif()
+
 # zlib (zlib1g-dev): only mixprec::datasets needs it, so it is looked for without being required.
 find_package(ZLIB QUIET)

@@ -8,8 +8,8 @@
 set -euo pipefail
 
 # zlib1g-dev and dataset-fashion-mnist: the demo trains on Fashion-MNIST (a test runs it briefly).
-packages=(cmake g++ ninja-build pkgconf libboost-dev libeigen3-dev libhwy-dev doctest-dev nlohmann-json3-dev libbenchmark-dev
-          zlib1g-dev dataset-fashion-mnist)
+packages=(cmake g++ ninja-build pkgconf libboost-dev libeigen3-dev libhwy-dev libre2-dev doctest-dev nlohmann-json3-dev
+          libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
 case "${1:-}" in
   --bench) packages+=(libopenblas0-pthread) ;;
   --with-torch) packages+=(libopenblas0-pthread python3-torch) ;;

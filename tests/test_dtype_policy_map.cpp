@@ -1,7 +1,12 @@
 // DTypePolicyMap (seed 003, keras-semantics.md section 4).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <mixprec/mixprec.hpp>
 
@@ -68,6 +73,96 @@ TEST_CASE("duplicate keys, bad values and bad regexes are rejected; the map is u
   CHECK(map.get("layer/dense").name() == "bfloat16");
   map.set("layer/json", nlohmann::json{{"class_name", "DTypePolicy"}, {"config", {{"name", "float16"}}}});
   CHECK(map.get("layer/json").name() == "float16");
+}
+
+TEST_CASE("keys are RE2 regexes: linear-time matching, whatever the key") {
+  DTypePolicyMap map(DTypePolicy("float32"));
+  // Backtracking engines (std::regex) take seconds per lookup on 36 a's, doubling every 2 more.
+  map.set("(a|aa)*b", "bfloat16");
+  CHECK(map.get(std::string(36, 'a')).name() == "float32");
+  CHECK(map.get(std::string(36, 'a') + "b").name() == "bfloat16");
+  CHECK(map.get(std::string(100000, 'a')).name() == "float32");
+  CHECK(map.get(std::string(100000, 'a') + "b").name() == "bfloat16");
+}
+
+TEST_CASE("long keys and long layer paths: no recursion, a clear error when a key is too long or too large") {
+  DTypePolicyMap map(DTypePolicy("float32"));
+  // A layer name of 100K characters, matched by regexes and compared with exact keys.
+  const std::string long_path = "model/" + std::string(100000, 'x');
+  map.set("model/x+", "bfloat16");
+  map.set("model/(x|y)*z", "float16");
+  CHECK(map.get(long_path).name() == "bfloat16");
+  CHECK(map.get(long_path + "y").name() == "float32");
+  // The longest key fits key_regex_memory and matches.
+  const std::string long_key = "other/" + std::string(DTypePolicyMap::max_key_length - 6, 'k');
+  map.set(long_key, "float64");
+  CHECK(map.get(long_key).name() == "float64");
+  CHECK(map.get(long_key + "k").name() == "float32");
+  // Longer keys, such as a 100 KB one or one nested 50000 deep, are rejected unparsed, named (shortened).
+  for (const std::string& key : {long_key + "k", std::string(50000, '(') + std::string(50000, ')')}) {
+    CAPTURE(key.size());
+    CHECK_THROWS_WITH_AS(map.set(key, "float16"),
+                         doctest::Contains(("...(" + std::to_string(key.size()) + " characters)' is too long: " +
+                                            std::to_string(key.size()) + " bytes; at most 65536 (max_key_length).")
+                                               .c_str()),
+                         std::invalid_argument);
+  }
+  // A short key whose repetitions expand past key_regex_memory.
+  std::string expanding;
+  for (int i = 0; i < 20; ++i) expanding += ".{1000}";
+  CHECK_THROWS_WITH_AS(map.set(expanding, "float16"),
+                       ("The DTypePolicyMap key '" + expanding.substr(0, 120) +
+                        "...(140 characters)' is too large: its compiled regex needs more than 1024 KiB "
+                        "(key_regex_memory).")
+                           .c_str(),
+                       std::invalid_argument);
+  CHECK(map.size() == 3);
+}
+
+TEST_CASE("keys RE2 rejects: named in the message, the map unchanged") {
+  DTypePolicyMap map;
+  map.set("layer/dense", "bfloat16");
+  // ECMAScript's backreferences and lookaround, which RE2 has not; std::regex overflowed int on \8888...
+  for (const std::string key : {"_\\8888888888888888888886", "(a)\\1", "model/(?=dense).*", "model/(?!dense).*",
+                                "(?<=a)b", "x{1001}", "[z-a]", "*"}) {
+    CAPTURE(key);
+    CHECK_THROWS_WITH_AS(map.set(key, "float16"),
+                         doctest::Contains(("The DTypePolicyMap key '" + key + "' is not a valid regular expression (").c_str()),
+                         std::invalid_argument);
+  }
+  CHECK_THROWS_WITH_AS(map.set("(a)\\1", "float16"),
+                       "The DTypePolicyMap key '(a)\\1' is not a valid regular expression (invalid escape sequence: "
+                       "\\1). Keys are RE2 regexes in UTF-8, matched against whole layer paths; RE2 has no "
+                       "backreferences and no lookaround.",
+                       std::invalid_argument);
+  // A key whose view ends in '(' at the very end of its buffer: RE2 reads the view, not past it
+  // (under AddressSanitizer an over-read fails here).
+  const std::string_view text = "layer/(";
+  const auto buffer = std::make_unique<char[]>(text.size());
+  std::copy(text.begin(), text.end(), buffer.get());
+  CHECK_THROWS_WITH_AS(map.set(std::string_view(buffer.get(), text.size()), "float16"),
+                       doctest::Contains("key 'layer/(' is not a valid regular expression (missing ): layer/()"),
+                       std::invalid_argument);
+  // Invalid UTF-8: rejected with the bytes in the message, which is built without throwing.
+  CHECK_THROWS_WITH_AS(map.set("layer/\xff", "float16"),
+                       doctest::Contains("key 'layer/\xff' is not a valid regular expression (invalid UTF-8)"),
+                       std::invalid_argument);
+  CHECK(map.keys() == std::vector<std::string>{"layer/dense"});
+  CHECK(map.get("layer/dense").name() == "bfloat16");
+}
+
+TEST_CASE("keys and paths are UTF-8 text: '.' is one character") {
+  DTypePolicyMap map(DTypePolicy("float32"));
+  map.set("model/caf.", "bfloat16");
+  map.set("model/[é]", "float16");
+  CHECK(map.get("model/café").name() == "bfloat16");  // é is two bytes, one character
+  CHECK(map.get("model/é").name() == "float16");
+  CHECK(map.get("model/\xc3").name() == "float32");   // a byte that is not UTF-8 matches no '.'
+  CHECK(map.get("model/caf\xff").name() == "float32");
+  // Copies share the compiled regexes, which outlive the map they came from.
+  auto copy = std::make_unique<DTypePolicyMap>(map);
+  map = DTypePolicyMap();
+  CHECK(copy->get("model/cafe").name() == "bfloat16");
 }
 
 TEST_CASE("pop, contains, size, keys in insertion order") {

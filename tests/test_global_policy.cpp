@@ -1,9 +1,8 @@
-// The global policy: default, set, rejected sets, scopes, threads.
+// The global policy: default, set, rejected sets, scopes (threads: test_threads.cpp).
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <thread>
-#include <vector>
+#include <memory>
+#include <variant>
 
 #include <mixprec/mixprec.hpp>
 
@@ -63,23 +62,49 @@ TEST_CASE("the seeds' global-policy example") {
   CHECK(dtype_policy().name() == "float32");
 }
 
-TEST_CASE("reading and setting from several threads") {
-  policy_scope restore(dtype_policy());
-  const std::vector<DTypePolicy> choices{DTypePolicy("mixed_float16"), DTypePolicy("mixed_bfloat16"),
-                                         QuantizedFloat8DTypePolicy("float8", "float32", 3)};
-  std::atomic<bool> torn{false};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 20000; ++i) {
-        if ((i + t) % 3 == 0) set_dtype_policy(choices[static_cast<std::size_t>(i % 3)]);
-        const DTypePolicy seen = dtype_policy();
-        bool known = false;
-        for (const auto& c : choices) known = known || seen == c;
-        if (!known && seen != DTypePolicy("float32")) torn = true;
-      }
-    });
+TEST_CASE("set_dtype_policy inside a scope replaces the scope's policy until it ends") {
+  {
+    policy_scope outer("bfloat16");
+    set_dtype_policy("float16");
+    CHECK(dtype_policy().name() == "float16");
+    {
+      policy_scope inner("float64");
+      set_dtype_policy("mixed_float16");
+      CHECK(dtype_policy().name() == "mixed_float16");
+    }
+    CHECK(dtype_policy().name() == "float16");
   }
-  for (auto& thread : threads) thread.join();
-  CHECK_FALSE(torn.load());
+  CHECK(dtype_policy().name() == "float32");  // the process-wide policy was never touched
+}
+
+TEST_CASE("a scope that ends out of order leaves the others open") {
+  auto outer = std::make_unique<policy_scope>("bfloat16");
+  auto middle = std::make_unique<policy_scope>("float16");
+  auto inner = std::make_unique<policy_scope>("float64");
+  middle.reset();
+  CHECK(dtype_policy().name() == "float64");
+  inner.reset();
+  CHECK(dtype_policy().name() == "bfloat16");
+  outer.reset();
+  CHECK(dtype_policy().name() == "float32");
+}
+
+TEST_CASE("the experimental loss scale belongs to the scope it was set in") {
+  using mixed_precision::experimental::FixedLossScale;
+  using mixed_precision::experimental::Policy;
+  using mixed_precision::experimental::global_policy;
+  using mixed_precision::experimental::set_policy;
+  set_policy(Policy("mixed_float16", 512));  // process-wide, with its loss scale
+  {
+    policy_scope scope("mixed_float16");  // a scope starts with the default ("auto")
+    CHECK(global_policy().using_default_loss_scale());
+    set_policy(Policy("mixed_float16", 64));
+    CHECK(std::get<FixedLossScale>(*global_policy().loss_scale())() == 64.0f);
+    set_dtype_policy("mixed_float16");  // drops it, in the scope
+    CHECK(global_policy().using_default_loss_scale());
+  }
+  CHECK(std::get<FixedLossScale>(*global_policy().loss_scale())() == 512.0f);
+  set_dtype_policy("float32");
+  CHECK(global_policy().using_default_loss_scale());
+  CHECK_FALSE(global_policy().loss_scale().has_value());
 }

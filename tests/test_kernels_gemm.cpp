@@ -539,6 +539,26 @@ TEST_CASE("span overloads check the sizes") {
   CHECK_THROWS_AS((kernels::gemm<float, float, float>(transpose::yes, transpose::no, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f,
                                                       c, 2)),
                   std::invalid_argument);  // A^T is 3 x 2 with lda 3: needs 8 elements
+  // Leading dimensions whose extent overflows std::size_t: (4 - 1) * ld + 4 wraps to 6, which
+  // 16 elements would hold.
+  using doctest::Contains;
+  const std::size_t huge = 6148914691236517206;  // (2^64 + 2) / 3
+  const std::vector<float> a16(16), b16(16);
+  std::vector<float> c16(16, 9.0f);
+  const auto call = [&](std::size_t lda, std::size_t ldb, std::size_t ldc) {
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, 4, 4, 4, 1.0f, a16, lda, b16, ldb, 0.0f, c16, ldc);
+  };
+  CHECK_THROWS_WITH_AS(call(huge, 4, 4),
+                       "gemm: lda = 6148914691236517206 is too large: A (4 rows 6148914691236517206 apart, of 4) "
+                       "would span more elements than std::size_t counts; A has 16 elements.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(4, huge, 4), Contains("gemm: ldb = 6148914691236517206 is too large: B (4 rows"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(4, 4, huge), Contains("gemm: ldc = 6148914691236517206 is too large: C (4 rows"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(static_cast<std::size_t>(-1), 4, 4),
+                       Contains("gemm: lda = 18446744073709551615 is too large"), std::invalid_argument);
+  CHECK(c16 == std::vector<float>(16, 9.0f));
 }
 
 TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most the threads given") {

@@ -296,6 +296,10 @@ TEST_CASE("int8 gemm: k == 0 zeroes C, empty shapes write nothing, bad arguments
   CHECK(message_of([&] {
           kernels::gemm(transpose::no, transpose::no, 2, 8, 4, a_span, 4, b_span, 8, c_span.first(15), 8);
         }).find("gemm: C has 15 elements but needs 16") != std::string::npos);
+  // A leading dimension whose extent overflows std::size_t: (8 - 1) * ldb + 8 wraps to 13.
+  CHECK(message_of([&] {
+          kernels::gemm(transpose::no, transpose::no, 2, 8, 8, a_span, 8, b_span, 2635249153387078803, c_span, 8);
+        }).find("gemm: ldb = 2635249153387078803 is too large: B (8 rows") != std::string::npos);
   CHECK(c[0] == 7);
   kernels::gemm(transpose::no, transpose::no, 2, 8, 4, a_span, 4, b_span, 8, c_span.first(16), 8);
   CHECK(c[0] == 4);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <type_traits>
 
@@ -36,13 +37,20 @@ inline void check_leading_dimension(const gemm_operand& operand) {
   if (operand.ld < operand.row_length) throw_leading_dimension_error(operand);
 }
 
-/// Elements from the first to one past the last that gemm touches.
-inline std::size_t extent(const gemm_operand& operand) {
-  return operand.rows == 0 || operand.row_length == 0 ? 0 : (operand.rows - 1) * operand.ld + operand.row_length;
+/// Elements from the first to one past the last that gemm touches; none if that count
+/// overflows std::size_t (a leading dimension no span can hold).
+inline std::optional<std::size_t> extent(const gemm_operand& operand) {
+  if (operand.rows == 0 || operand.row_length == 0) return 0;
+  std::size_t elements = 0;
+  if (__builtin_mul_overflow(operand.rows - 1, operand.ld, &elements) ||
+      __builtin_add_overflow(elements, operand.row_length, &elements))
+    return std::nullopt;
+  return elements;
 }
 
 inline void check_extent(const gemm_operand& operand, std::size_t size) {
-  if (size < extent(operand)) throw_extent_error(operand, size, extent(operand));
+  const std::optional<std::size_t> needed = extent(operand);
+  if (!needed || size < *needed) throw_extent_error(operand, size, needed);
 }
 
 struct gemm_operands {
@@ -84,7 +92,8 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
   }
 }
 
-/// The same on spans, which must hold every element gemm touches (else std::invalid_argument).
+/// The same on spans, which must hold every element gemm touches (else std::invalid_argument,
+/// also for a leading dimension so large that the rows' extent overflows std::size_t).
 template <class TA, class TB, class TC>
 void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           std::span<const TA> a, std::size_t lda, std::span<const TB> b, std::size_t ldb, float beta, std::span<TC> c,
@@ -98,6 +107,11 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
 
 /// Threads the GEMM splits its work across, the calling thread included; 0 means
 /// std::thread::hardware_concurrency(), which is also the default. Results do not depend on it.
+/// Safe while other threads run kernels (a running GEMM finishes on the pool it started with).
+/// More than thread_pool::max_threads throws std::invalid_argument; if the OS refuses a thread,
+/// what std::thread threw (std::system_error) propagates and the previous pool stays. The default
+/// pool is built by the first GEMM (or num_threads()), which can throw the same way; nothing
+/// is kept then, and set_num_threads(1) needs no thread at all.
 MIXPREC_KERNEL_API void set_num_threads(std::size_t threads);
 MIXPREC_KERNEL_API std::size_t num_threads();
 

@@ -9,6 +9,9 @@
 // that finds the pool busy (another thread's call, or a task calling run() on its own pool)
 // runs its tasks inline on the calling thread instead of waiting, so nesting cannot deadlock.
 //
+// If the OS refuses a thread (address space, a pids limit), the constructor stops and joins the
+// workers it already started and rethrows what std::thread threw (std::system_error).
+//
 // Waking a sleeping thread costs tens of microseconds (more in a VM, where an idle virtual CPU
 // halts), as much as a small GEMM: so a worker that finishes a job, and a caller waiting for the
 // workers, first poll for up to `spin_time` (yielding the CPU to anything else that wants it),
@@ -23,6 +26,8 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -32,22 +37,27 @@ namespace mixprec::kernels {
 
 class thread_pool {
  public:
+  /// More threads than this is taken for a mistake (std::invalid_argument).
+  static constexpr std::size_t max_threads = 4096;
+
   /// `threads` threads in all, counting the caller of run(); 0 means
   /// std::thread::hardware_concurrency() (at least 1).
   explicit thread_pool(std::size_t threads) {
+    if (threads > max_threads)
+      throw std::invalid_argument("kernels: a thread pool of " + std::to_string(threads) +
+                                  " threads requested; at most " +
+                                  std::to_string(max_threads) + " (0 means one per hardware thread).");
     const std::size_t total = threads != 0 ? threads : std::max<std::size_t>(1, std::thread::hardware_concurrency());
     workers_.reserve(total - 1);
-    for (std::size_t i = 1; i < total; ++i) workers_.emplace_back([this] { work(); });
+    try {
+      for (std::size_t i = 1; i < total; ++i) workers_.emplace_back([this] { work(); });
+    } catch (...) {
+      stop_workers();  // those already started wait on job_posted_, which must outlive them
+      throw;
+    }
   }
 
-  ~thread_pool() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_.store(true, std::memory_order_release);
-    }
-    job_posted_.notify_all();
-    for (auto& worker : workers_) worker.join();
-  }
+  ~thread_pool() { stop_workers(); }
 
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
@@ -131,6 +141,15 @@ class thread_pool {
         if (!error_) error_ = std::current_exception();
       }
     }
+  }
+
+  void stop_workers() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_.store(true, std::memory_order_release);
+    }
+    job_posted_.notify_all();
+    for (auto& worker : workers_) worker.join();
   }
 
   void work() {

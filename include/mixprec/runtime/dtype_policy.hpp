@@ -148,15 +148,21 @@ DTypePolicy QuantizedFloat8DTypePolicy(std::string_view mode, std::optional<std:
                                        std::size_t amax_history_length = default_amax_history_length);
 
 // ---- the global policy -------------------------------------------------------------------
+// A process-wide setting (set_dtype_policy outside any scope), and per thread a chain of open
+// policy_scopes whose innermost one that thread sees instead (Keras keeps this state per thread).
 
 namespace detail {
 
+/// A global policy, with the loss scale an experimental policy gave it (mixed_precision::
+/// experimental::set_policy): empty when the policy's default ("auto") applies.
+struct policy_setting {
+  DTypePolicy policy;
+  std::optional<std::optional<mixed_precision::experimental::LossScale>> loss_scale;
+};
+
 struct global_policy_slot {
   std::mutex mutex;
-  DTypePolicy policy{"float32"};  // Keras: floatx()
-  /// The loss scale of an experimental policy set globally (mixed_precision::experimental::
-  /// set_policy): empty when the policy's default ("auto") applies; set_dtype_policy clears it.
-  std::optional<std::optional<mixed_precision::experimental::LossScale>> loss_scale;
+  policy_setting setting{DTypePolicy("float32"), {}};  // Keras: floatx()
 };
 
 /// One slot per program (inline function statics are shared by every translation unit).
@@ -165,11 +171,40 @@ inline global_policy_slot& global_policy() {
   return slot;
 }
 
-inline DTypePolicy read_global_policy() {
+/// An open policy_scope: its setting, and the scope it is nested in on the same thread.
+struct open_policy_scope {
+  policy_setting setting;
+  open_policy_scope* enclosing;
+};
+
+/// This thread's innermost open policy_scope; null outside any. Only this thread touches its
+/// chain, so it needs no lock.
+inline open_policy_scope*& innermost_policy_scope() {
+  thread_local open_policy_scope* innermost = nullptr;
+  return innermost;
+}
+
+/// What this thread sees: its innermost scope's setting, else the process-wide one.
+inline policy_setting current_policy_setting() {
+  if (const open_policy_scope* scope = innermost_policy_scope()) return scope->setting;
   auto& slot = global_policy();
   std::lock_guard lock(slot.mutex);
-  return slot.policy;
+  return slot.setting;
 }
+
+/// Replaces what this thread sees: its innermost scope's setting (until the scope ends), else
+/// the process-wide one.
+inline void replace_current_policy_setting(policy_setting setting) {
+  if (open_policy_scope* scope = innermost_policy_scope()) {
+    scope->setting = std::move(setting);
+    return;
+  }
+  auto& slot = global_policy();
+  std::lock_guard lock(slot.mutex);
+  slot.setting = std::move(setting);
+}
+
+inline DTypePolicy read_global_policy() { return current_policy_setting().policy; }
 
 inline std::string global_policy_name() { return std::string(read_global_policy().name()); }
 

@@ -7,14 +7,16 @@
 //   map.get("model/dense_2");                            // no match: the default policy
 //
 // Lookup: an exact key wins; otherwise each key is tried as a regular expression that must
-// match the whole path (ECMAScript syntax, close to Python's re for ordinary keys).
-// Iteration follows insertion order.
+// match the whole path. The regexes are RE2's (libre2): matching takes time linear in the path
+// (no backtracking), so no key can make a lookup blow up; RE2 has no backreferences and no
+// lookaround (README, "DTypePolicyMap"). Iteration follows insertion order.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <re2/re2.h>
 
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/serialization.hpp>
@@ -37,8 +40,9 @@ class DTypePolicyMap {
       : default_policy_(default_policy), has_default_argument_(true) {}
 
   /// Adds a key. The value goes through dtype_policies::get. A key that is already present,
-  /// a key that is not a valid regular expression, or a bad value throws std::invalid_argument
-  /// and leaves the map as it was.
+  /// a key that is not a valid RE2 regular expression (or not valid UTF-8, longer than
+  /// max_key_length, or too large to compile within key_regex_memory), or a bad value throws
+  /// std::invalid_argument and leaves the map as it was.
   void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
   void set(std::string_view key, std::string_view policy) { insert(key, interpret(key, [&] {
                                                                 return dtype_policies::get(policy); }, policy)); }
@@ -55,18 +59,25 @@ class DTypePolicyMap {
     const keyed_policy* match = nullptr;
     std::vector<std::string_view> matching_keys;
     for (const auto& item : entries_) {
-      if (!std::regex_match(path.begin(), path.end(), item.pattern)) continue;
+      if (!RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *item.pattern)) continue;
       match = &item;
       matching_keys.push_back(item.key);
     }
     if (matching_keys.size() > 1)
-      throw std::invalid_argument("Path '" + std::string(path) + "' matches multiple dtype policy specification keys: " +
-                                  python_list(matching_keys) +
+      throw std::invalid_argument("Path '" + detail::quote_for_message(path) +
+                                  "' matches multiple dtype policy specification keys: " + python_list(matching_keys) +
                                   ". Please make sure each path only matches at most one dtype policy "
                                   "specification key in the DTypePolicyMap.");
     return match ? match->policy : default_policy_;
   }
   DTypePolicy operator[](std::string_view path) const { return get(path); }
+
+  /// Longer keys are rejected before RE2 parses them (a parse takes time and memory in
+  /// proportion to the key).
+  static constexpr std::size_t max_key_length = 65536;
+  /// The memory RE2 may use for one key's compiled regex and its match cache (RE2's max_mem):
+  /// any literal key up to max_key_length fits; counted repetitions can exceed it.
+  static constexpr std::int64_t key_regex_memory = std::int64_t{1} << 20;
 
   /// Removes a key and returns its policy; a missing key throws std::out_of_range.
   DTypePolicy pop(std::string_view key) {
@@ -150,8 +161,35 @@ class DTypePolicyMap {
   struct keyed_policy {
     std::string key;
     DTypePolicy policy;
-    std::regex pattern;
+    std::shared_ptr<const RE2> pattern;  // compiled once; immutable, so copies of the map share it
   };
+
+  /// UTF-8, as Keras' paths are text (`.` is one character, not one byte); errors come back as
+  /// values (log_errors off: nothing is written to stderr); a bounded budget per key.
+  static RE2::Options key_regex_options() {
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingUTF8);
+    options.set_log_errors(false);
+    options.set_max_mem(key_regex_memory);
+    return options;
+  }
+
+  static std::shared_ptr<const RE2> compile_key(std::string_view key) {
+    if (key.size() > max_key_length)
+      throw std::invalid_argument("The DTypePolicyMap key '" + detail::quote_for_message(key) + "' is too long: " +
+                                  std::to_string(key.size()) + " bytes; at most " + std::to_string(max_key_length) +
+                                  " (max_key_length).");
+    auto pattern = std::make_shared<const RE2>(re2::StringPiece(key.data(), key.size()), key_regex_options());
+    if (pattern->ok()) return pattern;
+    const std::string shown_key = "The DTypePolicyMap key '" + detail::quote_for_message(key) + "'";
+    if (pattern->error_code() == RE2::ErrorPatternTooLarge)
+      throw std::invalid_argument(shown_key + " is too large: its compiled regex needs more than " +
+                                  std::to_string(key_regex_memory >> 10) + " KiB (key_regex_memory).");
+    throw std::invalid_argument(shown_key + " is not a valid regular expression (" +
+                                detail::quote_for_message(pattern->error()) +
+                                "). Keys are RE2 regexes in UTF-8, matched against whole layer paths; RE2 has no "
+                                "backreferences and no lookaround.");
+  }
 
   template <class Get>
   static DTypePolicy interpret(std::string_view key, Get&& get, std::string_view shown) {
@@ -168,24 +206,17 @@ class DTypePolicyMap {
     for (const auto& item : entries_)
       if (item.key == key) {
         std::ostringstream message;
-        message << key << " already exist in the DTypePolicyMap with value " << item.policy
+        message << detail::quote_for_message(key) << " already exist in the DTypePolicyMap with value " << item.policy
                 << ". Please make sure to not use duplicated keys.";
         throw std::invalid_argument(message.str());
       }
-    std::regex pattern;
-    try {
-      pattern = std::regex(key.begin(), key.end(), std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& error) {
-      throw std::invalid_argument("The DTypePolicyMap key '" + detail::quote_for_message(key) +
-                                  "' is not a valid regular expression (" + error.what() +
-                                  "). Keys are matched against whole layer paths as regexes.");
-    }
-    entries_.push_back({std::string(key), policy, std::move(pattern)});
+    entries_.push_back({std::string(key), policy, compile_key(key)});
   }
 
   static std::string python_list(const std::vector<std::string_view>& items) {
     std::string text = "[";
-    for (std::size_t i = 0; i < items.size(); ++i) text += (i ? ", '" : "'") + std::string(items[i]) + "'";
+    for (std::size_t i = 0; i < items.size(); ++i)
+      text += (i ? ", '" : "'") + detail::quote_for_message(items[i]) + "'";
     return text + "]";
   }
 

@@ -125,23 +125,21 @@ class Policy {
   std::optional<LossScale> loss_scale_;
 };
 
-/// tf.keras 2.2's set_policy: the global dtype policy (what set_dtype_policy sets) and its loss
-/// scale, which models built afterwards take.
+/// tf.keras 2.2's set_policy: the global dtype policy (what set_dtype_policy sets: the process-wide
+/// one, or inside a policy_scope that scope's) and its loss scale, which models built afterwards take.
 inline void set_policy(const Policy& policy) {
-  auto& slot = mixprec::detail::global_policy();
-  std::lock_guard lock(slot.mutex);
-  slot.policy = policy.dtype_policy();
-  slot.loss_scale.reset();
-  if (!policy.using_default_loss_scale()) slot.loss_scale = policy.loss_scale();
+  mixprec::detail::policy_setting setting{policy.dtype_policy(), {}};
+  if (!policy.using_default_loss_scale()) setting.loss_scale = policy.loss_scale();
+  mixprec::detail::replace_current_policy_setting(std::move(setting));
 }
 
-/// The global policy (any kind, quantized too) with its loss scale ("auto" unless set_policy
-/// gave another).
+/// The global policy this thread sees (any kind, quantized too) with its loss scale ("auto"
+/// unless set_policy gave another).
 inline Policy global_policy() {
-  auto& slot = mixprec::detail::global_policy();
-  std::lock_guard lock(slot.mutex);
-  if (slot.loss_scale) return Policy(slot.policy, false, *slot.loss_scale);
-  return Policy(slot.policy, true, Policy::default_loss_scale(slot.policy));
+  mixprec::detail::policy_setting setting = mixprec::detail::current_policy_setting();
+  if (setting.loss_scale) return Policy(std::move(setting.policy), false, std::move(*setting.loss_scale));
+  std::optional<LossScale> loss_scale = Policy::default_loss_scale(setting.policy);
+  return Policy(std::move(setting.policy), true, std::move(loss_scale));
 }
 
 }  // namespace mixprec::mixed_precision::experimental

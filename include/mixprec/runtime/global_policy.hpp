@@ -1,9 +1,10 @@
-// The global dtype policy (Keras' keras.config.set_dtype_policy / dtype_policy).
-// Layers without their own policy take it. Reading and setting it is thread-safe; a name
-// that is rejected leaves it unchanged, because it is parsed before the global is touched.
+// The global dtype policy (Keras' keras.config.set_dtype_policy / dtype_policy). Layers without
+// their own policy take it. Each thread sees its innermost open policy_scope's policy, else the
+// process-wide one; reading and setting are thread-safe. A name that is rejected leaves it
+// unchanged, because it is parsed before the global state is touched.
 #pragma once
 
-#include <mutex>
+#include <exception>
 #include <string_view>
 
 #include <mixprec/runtime/dtype_policy.hpp>
@@ -31,45 +32,44 @@ inline DTypePolicy policy_from_string(std::string_view text) {
 
 }  // namespace detail
 
-/// Replaces the global policy. Strings may name quantized policies ("int8_from_float32").
-inline void set_dtype_policy(const DTypePolicy& policy) {
-  auto& slot = detail::global_policy();
-  std::lock_guard lock(slot.mutex);
-  slot.policy = policy;
-  slot.loss_scale.reset();
-}
+/// Outside any policy_scope (on this thread): replaces the process-wide policy, which every
+/// thread outside a scope sees. Inside one: replaces that scope's policy until the scope ends.
+/// Either way it drops the loss scale an experimental set_policy gave (back to "auto").
+/// Strings may name quantized policies ("int8_from_float32").
+inline void set_dtype_policy(const DTypePolicy& policy) { detail::replace_current_policy_setting({policy, {}}); }
 
 inline void set_dtype_policy(std::string_view name) { set_dtype_policy(detail::policy_from_string(name)); }
 
-/// The global policy; float32 until set.
+/// The global policy this thread sees: its innermost policy_scope's, else the process-wide one
+/// (float32 until set).
 inline DTypePolicy dtype_policy() { return detail::read_global_policy(); }
 
-/// Sets the global policy for a scope and restores the previous one (with the loss scale an
-/// experimental set_policy gave it) when it ends:
+/// Sets the global policy for this thread until the scope ends, with the default ("auto") loss
+/// scale; other threads do not see it. Scopes nest; when one ends, the thread sees what it saw
+/// before (an enclosing scope's policy, or the process-wide one, as it is now).
 ///   { policy_scope scope("mixed_bfloat16"); ... }
+/// A scope must end on the thread that began it (ending it elsewhere calls std::terminate).
 class policy_scope {
  public:
-  explicit policy_scope(const DTypePolicy& policy) {
-    auto& slot = detail::global_policy();
-    std::lock_guard lock(slot.mutex);
-    previous_ = slot.policy;
-    previous_loss_scale_ = slot.loss_scale;
-    slot.policy = policy;
-    slot.loss_scale.reset();
+  explicit policy_scope(const DTypePolicy& policy) : scope_{{policy, {}}, detail::innermost_policy_scope()} {
+    detail::innermost_policy_scope() = &scope_;
   }
   explicit policy_scope(std::string_view name) : policy_scope(detail::policy_from_string(name)) {}
   ~policy_scope() {
-    auto& slot = detail::global_policy();
-    std::lock_guard lock(slot.mutex);
-    slot.policy = previous_;
-    slot.loss_scale = previous_loss_scale_;
+    // Usually the innermost; a scope that ends out of order (held by objects destroyed in
+    // another order) is unlinked where it is, and the others stay open.
+    detail::open_policy_scope** link = &detail::innermost_policy_scope();
+    while (*link != &scope_) {
+      if (*link == nullptr) std::terminate();  // not on this thread's chain: ended on another thread
+      link = &(*link)->enclosing;
+    }
+    *link = scope_.enclosing;
   }
   policy_scope(const policy_scope&) = delete;
   policy_scope& operator=(const policy_scope&) = delete;
 
  private:
-  DTypePolicy previous_{"float32"};
-  decltype(detail::global_policy_slot::loss_scale) previous_loss_scale_;
+  detail::open_policy_scope scope_;
 };
 
 }  // namespace mixprec

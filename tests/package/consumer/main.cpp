@@ -1,4 +1,5 @@
-// Uses the compile-time core, the runtime adapter and a kernel the way a user's program would.
+// Uses the compile-time core, the runtime adapter (a policy map too) and a kernel the way a user's
+// program would.
 #include <cstdio>
 #include <vector>
 
@@ -18,6 +19,10 @@ int main() {
   std::vector<mixprec::bfloat16> y(x.size());
   mixprec::convert<float, mixprec::bfloat16>(x, y);
   ok = ok && y[1].to_bits() == 0x3F81;
+
+  mixprec::DTypePolicyMap map;  // its regexes are RE2's: mixprec::mixprec links libre2
+  map.set("model/dense_[0-9]+", "float16");
+  ok = ok && map.get("model/dense_12").name() == "float16" && map.get("model/dense_x") == mixprec::dtype_policy();
 #ifdef MIXPREC_CONSUMER_OTHER_TU
   ok = ok && converts_in_other_tu() && datasets_in_other_tu();
 #endif

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,11 +37,16 @@ namespace detail {
 }
 
 [[noreturn]] MIXPREC_KERNEL_API void throw_extent_error(const gemm_operand& operand, std::size_t size,
-                                                        std::size_t extent) {
+                                                        std::optional<std::size_t> extent) {
+  const std::string layout = std::to_string(operand.rows) + " rows " + std::to_string(operand.ld) + " apart, of " +
+                             std::to_string(operand.row_length);
+  if (!extent)
+    throw std::invalid_argument("gemm: " + std::string(operand.ld_name) + " = " + std::to_string(operand.ld) +
+                                " is too large: " + operand.matrix + " (" + layout +
+                                ") would span more elements than std::size_t counts; " + operand.matrix + " has " +
+                                std::to_string(size) + " elements.");
   throw std::invalid_argument("gemm: " + std::string(operand.matrix) + " has " + std::to_string(size) +
-                              " elements but needs " + std::to_string(extent) + " (" + std::to_string(operand.rows) +
-                              " rows " + std::to_string(operand.ld) + " apart, of " +
-                              std::to_string(operand.row_length) + ").");
+                              " elements but needs " + std::to_string(*extent) + " (" + layout + ").");
 }
 
 MIXPREC_KERNEL_API void gemm(const gemm_problem<float, float, float>& problem) {

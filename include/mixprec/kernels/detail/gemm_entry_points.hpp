@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
@@ -49,9 +50,10 @@ struct gemm_operand {
 /// std::invalid_argument for ld < row_length, naming the value and its minimum (out of line, so
 /// that the message is not built in every caller).
 [[noreturn]] MIXPREC_KERNEL_API void throw_leading_dimension_error(const gemm_operand& operand);
-/// std::invalid_argument for a span of `size` elements where gemm touches `extent`.
+/// std::invalid_argument for a span of `size` elements where gemm touches `extent` (none: more
+/// than std::size_t counts).
 [[noreturn]] MIXPREC_KERNEL_API void throw_extent_error(const gemm_operand& operand, std::size_t size,
-                                                        std::size_t extent);
+                                                        std::optional<std::size_t> extent);
 
 MIXPREC_KERNEL_API void gemm(const gemm_problem<float, float, float>& problem);
 MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem);
