@@ -113,10 +113,11 @@ class config_reader {
     for (std::string_view option : choices) accepted += (accepted.empty() ? "\"" : ", \"") + std::string(option) + "\"";
     fail("`" + std::string(key) + "` must be one of " + accepted + ". Received: " + received(key));
   }
-  /// A setting mixprec does not implement: accepted only at its default (null or `neutral`).
+  /// A setting mixprec does not implement: accepted only at its default (null or `neutral`),
+  /// written as such (an integer setting at 1.0 is not 1: JSON text compared, not numbers).
   void unsupported(const char* key, const nlohmann::json& neutral = nullptr) {
     read_.insert(key);
-    if (has(key) && config_[key] != neutral)
+    if (has(key) && shown(config_[key]) != shown(neutral))
       fail("`" + std::string(key) + "` is not supported by mixprec; it must be " + shown(neutral) +
            ". Received: " + received(key));
   }
