@@ -7,5 +7,6 @@
 #include <mixprec/core/float16.hpp>
 #include <mixprec/core/float8.hpp>
 #include <mixprec/core/infer_policy.hpp>
+#include <mixprec/core/limits.hpp>
 #include <mixprec/core/policy.hpp>
 #include <mixprec/core/quantized_policy.hpp>

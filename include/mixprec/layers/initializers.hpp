@@ -181,11 +181,7 @@ inline any get(const nlohmann::json& identifier) {
     throw std::invalid_argument("Could not interpret initializer identifier: " + mixprec::detail::shown(identifier));
   }
   mixprec::detail::config_reader read(config, "initializer " + class_name);
-  const auto seed = [&] {
-    const std::int64_t s = read.integer("seed", 0);
-    if (s < 0) read.fail("`seed` must be a non-negative integer or null.");
-    return static_cast<std::uint64_t>(s);
-  };
+  const auto seed = [&] { return read.non_negative("seed", 0); };
   any result;
   if (class_name == "GlorotUniform") result = glorot_uniform{seed()};
   else if (class_name == "GlorotNormal") result = glorot_normal{seed()};
@@ -209,6 +205,7 @@ inline any get(const nlohmann::json& identifier) {
 }  // namespace mixprec::initializers
 
 #include <mixprec/core/cast.hpp>
+#include <mixprec/core/limits.hpp>
 #include <vector>
 
 namespace mixprec::detail {
@@ -217,8 +214,7 @@ namespace mixprec::detail {
 template <class V, class Initializer>
 std::vector<V> initial_values(const Initializer& initializer, const std::vector<std::size_t>& shape,
                               std::string_view path) {
-  std::size_t size = 1;
-  for (std::size_t extent : shape) size *= extent;
+  const std::size_t size = checked_product(shape, path);
   std::vector<double> draws(size);
   const auto draw = [&](const auto& init) {
     init(std::span(draws), std::span<const std::size_t>(shape), initializers::seed_for(path));

@@ -56,7 +56,12 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   template <class X>
   void build(const X&) {
     Derived::template check_input<X>();
-    const std::vector<detail::weight_spec> specs = engine_.build(detail::features_of<X>());
+    std::vector<detail::weight_spec> specs;
+    try {
+      specs = engine_.build(detail::features_of<X>(), this->name());
+    } catch (const std::invalid_argument& error) {  // a size over the caps (core/limits.hpp)
+      throw std::invalid_argument("layer '" + this->name() + "' (" + std::string(Kind::keras_class) + "): " + error.what());
+    }
     std::size_t i = 0;
     this->for_each_weight([&](auto& weight) {
       weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(this->name(), specs.at(i++));
@@ -106,6 +111,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
     requires(!requires { Kind::in_place; })
   auto call(const call_context<policy>& context, const X& x) {
     check_dtype<X>();
+    engine_.check_batch(batch_of(x));
     typename D<X>::template output_t<X> y(x.batch(), uninitialized);
     run<X>(context.training(), batch_of(x), x.values(), y.values());
     return y;

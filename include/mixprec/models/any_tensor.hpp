@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/tensor.hpp>
 
@@ -32,7 +32,7 @@ class AnyTensor {
   template <class T>
   AnyTensor(std::vector<std::size_t> extents, value_buffer<T> values)
       : extents_(std::move(extents)), values_(std::move(values)) {
-    const std::size_t expected = std::accumulate(extents_.begin(), extents_.end(), std::size_t{1}, std::multiplies<>());
+    const std::size_t expected = detail::checked_product(extents_, "AnyTensor");
     if (expected != size())
       throw std::invalid_argument("AnyTensor: " + std::to_string(size()) + " values for a shape of " +
                                   std::to_string(expected) + " elements.");

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <numeric>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -37,10 +36,6 @@
 namespace mixprec {
 
 namespace detail {
-
-inline std::size_t product(const std::vector<std::size_t>& extents) {
-  return std::accumulate(extents.begin(), extents.end(), std::size_t{1}, std::multiplies<>());
-}
 
 inline std::vector<std::size_t> with_batch(std::size_t batch, const std::vector<std::size_t>& features) {
   std::vector<std::size_t> extents{batch};
@@ -75,8 +70,12 @@ class RuntimeLayer {
   virtual bool trainable() const = 0;
   virtual void set_trainable(bool trainable) = 0;
   /// Creates the weights for inputs of these extents (batch excluded) and returns the output
-  /// extents; throws std::invalid_argument when the layer cannot take such inputs.
-  virtual std::vector<std::size_t> build(const std::vector<std::size_t>& input) = 0;
+  /// extents; throws std::invalid_argument, before allocating, when the layer cannot take such
+  /// inputs or a size is over the caps (core/limits.hpp; its parameters are counted after the
+  /// model's `parameters_before`).
+  virtual std::vector<std::size_t> build(const std::vector<std::size_t>& input, std::size_t parameters_before) = 0;
+  /// The elements of all its weights.
+  virtual std::size_t parameter_count() const = 0;
   virtual AnyTensor call(const AnyTensor& x, bool training) = 0;
   /// The layer's Keras config (name, dtype, trainable and its own settings).
   virtual nlohmann::ordered_json config() const = 0;
@@ -126,18 +125,21 @@ class runtime_layer_of final : public RuntimeLayer {
   bool trainable() const override { return engine_.trainable(); }
   void set_trainable(bool trainable) override { engine_.set_trainable(trainable); }
 
-  std::vector<std::size_t> build(const std::vector<std::size_t>& input) override {
-    variables_.clear();
-    for (const detail::weight_spec& spec : engine_.build(input)) {
-      if (spec.int8) variables_.emplace_back(detail::make_variable<int8_variable>(name(), spec));
-      else variables_.emplace_back(detail::make_variable<variable>(name(), spec));
+  std::vector<std::size_t> build(const std::vector<std::size_t>& input, std::size_t parameters_before) override {
+    std::vector<any_variable> variables;
+    for (const detail::weight_spec& spec : engine_.build(input, name(), parameters_before)) {
+      if (spec.int8) variables.emplace_back(detail::make_variable<int8_variable>(name(), spec));
+      else variables.emplace_back(detail::make_variable<variable>(name(), spec));
     }
+    variables_ = std::move(variables);
     built_ = true;
     return engine_.output_shape();
   }
+  std::size_t parameter_count() const override { return engine_.parameter_count(); }
 
   AnyTensor call(const AnyTensor& x, bool training) override {
     const std::size_t batch = x.batch();
+    const std::size_t output_size = engine_.output_size(batch);  // checks the batch's sizes first
     value_buffer<C> converted;
     std::span<const C> input;
     if (x.holds<C>()) {
@@ -146,7 +148,7 @@ class runtime_layer_of final : public RuntimeLayer {
       converted = x.values_as<C>();
       input = converted;
     }
-    value_buffer<C> y(engine_.output_size(batch));
+    value_buffer<C> y(output_size);
     std::vector<detail::weight_update<V>> updates;
     engine_.call({batch, engine_.input_shape()}, input, refs(), y, training, updates);
     for (const auto& update : updates) std::get<variable>(variables_[update.weight]).assign_values(std::span<const V>(update.value));

@@ -14,8 +14,8 @@
 // names the layer ("layer 2 ('dense_1', Dense): ...").
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -40,6 +40,7 @@
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/dtype_policy_map.hpp>
 #include <mixprec/runtime/experimental_policy.hpp>
+#include <mixprec/runtime/detail/config_reader.hpp>
 #include <mixprec/runtime/global_policy.hpp>
 #include <mixprec/runtime/serialization.hpp>
 
@@ -126,44 +127,52 @@ class RuntimeModel {
   }
 
   /// A Keras Sequential config (Keras 3 or tf.keras 2.x): {"class_name": "Sequential",
-  /// "config": {"name": ..., "layers": [InputLayer, ...]}}. Without an InputLayer, the first
-  /// layer's "batch_input_shape" / "batch_shape" gives the input shape.
+  /// "config": {"name": ..., "layers": [InputLayer, ...]}}, or the inner config alone. Without
+  /// an InputLayer, the first layer's "batch_input_shape" / "batch_shape" (or the model's
+  /// "build_input_shape") gives the input shape. Any error is a std::invalid_argument naming the
+  /// key (and the layer); the model's other keys (module, registered_name, build_config,
+  /// compile_config) are Keras' metadata and are not read.
   static RuntimeModel from_config(const nlohmann::json& config, std::optional<DTypePolicyMap> policies = std::nullopt) {
-    const auto bad = [&](const std::string& why) {
-      return std::invalid_argument("Invalid Sequential config: " + why);
-    };
-    if (!config.is_object()) throw bad("expected a JSON object.");
-    if (config.value("class_name", "Sequential") != "Sequential")
-      throw bad("class_name is " + config["class_name"].dump() + ", not \"Sequential\".");
-    const nlohmann::json& body = config.contains("config") ? config["config"] : config;
-    if (!body.is_object() || !body.contains("layers") || !body["layers"].is_array() || body["layers"].empty())
-      throw bad("'config' needs a non-empty 'layers' array.");
-    std::vector<nlohmann::json> layers(body["layers"].begin(), body["layers"].end());
-    std::optional<std::vector<std::size_t>> input;
-    const auto read_batch_shape = [&](const nlohmann::json& layer_config) -> std::optional<std::vector<std::size_t>> {
-      for (const char* key : {"batch_shape", "batch_input_shape"}) {
-        const auto it = layer_config.find(key);
-        if (it == layer_config.end()) continue;
-        if (!it->is_array() || it->size() < 2) throw bad(std::string("'") + key + "' must be [null, d1, ...].");
-        std::vector<std::size_t> shape;
-        for (std::size_t i = 1; i < it->size(); ++i) {
-          if (!(*it)[i].is_number_integer() || (*it)[i].get<long long>() <= 0)
-            throw bad(std::string("'") + key + "' must list positive extents after the batch; got " + it->dump() + ".");
-          shape.push_back((*it)[i].get<std::size_t>());
-        }
-        return shape;
-      }
-      return std::nullopt;
-    };
-    if (layers.front().value("class_name", "") == "InputLayer") {
-      input = read_batch_shape(layers.front().value("config", nlohmann::json::object()));
-      if (!input) throw bad("the InputLayer has no 'batch_shape' (Keras 3) or 'batch_input_shape' (tf.keras 2).");
-      layers.erase(layers.begin());
-    } else if (layers.front().contains("config")) {
-      input = read_batch_shape(layers.front()["config"]);
+    static constexpr std::array<std::string_view, 1> sequential{"Sequential"};
+    detail::config_reader wrapper(config, model_errors);
+    wrapper.choice("class_name", sequential);
+    const nlohmann::json& body = wrapper.has("config") ? wrapper.raw("config") : config;
+    if (!body.is_object()) wrapper.fail("`config` must be an object. Received: " + detail::shown(body));
+    detail::config_reader read(body, model_errors);
+    if (!read.has("layers") || !read.raw("layers").is_array() || read.raw("layers").empty())
+      read.fail("`layers` must be a non-empty array of layer configs. Received: " +
+                (read.has("layers") ? detail::shown(read.raw("layers")) : std::string("nothing")));
+    std::vector<nlohmann::json> layers(read.raw("layers").begin(), read.raw("layers").end());
+    std::string name = "sequential";
+    if (read.has("name")) {
+      if (!read.raw("name").is_string()) read.fail("`name` must be a string. Received: " + detail::shown(read.raw("name")));
+      name = read.raw("name").get<std::string>();
     }
-    if (!input) throw bad("no input shape: start with an InputLayer or give the first layer a 'batch_input_shape'.");
-    return RuntimeModel(*input, layers, body.value("name", "sequential"), std::move(policies));
+    // Keras reads neither on load (the layers carry their own dtype and trainable), but they must
+    // be what Keras writes.
+    read.boolean("trainable", true);
+    if (read.has("dtype")) {
+      try {
+        dtype_policies::get(read.raw("dtype"));
+      } catch (const std::invalid_argument& error) {
+        read.fail(std::string("`dtype`: ") + error.what());
+      }
+    }
+    std::optional<std::vector<std::size_t>> input = read_batch_shape(read, "build_input_shape");
+
+    const nlohmann::json& first = layers.front();
+    if (first.is_object() && first.contains("class_name") && first["class_name"] == "InputLayer") {
+      input = read_input_layer(first);
+      layers.erase(layers.begin());
+    } else if (first.is_object() && first.contains("config") && first["config"].is_object()) {
+      detail::config_reader first_config(first["config"], model_errors + ": the first layer");
+      if (auto shape = read_layer_batch_shape(first_config)) input = std::move(shape);
+    }
+    if (!input)
+      throw std::invalid_argument(model_errors +
+                                  ": no input shape: start with an InputLayer or give the first layer a "
+                                  "'batch_input_shape'.");
+    return RuntimeModel(*input, layers, std::move(name), std::move(policies));
   }
 
   AnyTensor operator()(const AnyTensor& x) { return run(x, false); }
@@ -193,6 +202,12 @@ class RuntimeModel {
     return false;
   }
   const std::vector<std::size_t>& output_shape() const { return output_shape_; }
+  /// The elements of all the weights (Keras' count_params()).
+  std::size_t parameter_count() const {
+    std::size_t count = 0;
+    for (const auto& l : layers_) count += l->parameter_count();
+    return count;
+  }
 
   /// Keras 3's Sequential config; from_config(get_config()) rebuilds the same model.
   nlohmann::ordered_json get_config() const {
@@ -355,33 +370,96 @@ class RuntimeModel {
   }
 
  private:
+  static inline const std::string model_errors = "Invalid Sequential config";
+
+  /// A Keras batch shape under `key` ([null, d1, ...]: a batch size or null, then positive
+  /// extents), without the batch; nothing when the key is absent or null.
+  static std::optional<std::vector<std::size_t>> read_batch_shape(detail::config_reader& read, const char* key) {
+    if (!read.has(key)) {
+      read.skip(key);
+      return std::nullopt;
+    }
+    const nlohmann::json& value = read.raw(key);
+    const auto extent = [](const nlohmann::json& e) { return detail::config_reader::non_negative_value(e).value_or(0); };
+    bool valid = value.is_array() && value.size() >= 2 && (value[0].is_null() || extent(value[0]) > 0);
+    std::vector<std::size_t> shape;
+    for (std::size_t i = 1; valid && i < value.size(); ++i) {
+      valid = extent(value[i]) > 0;
+      shape.push_back(extent(value[i]));
+    }
+    if (!valid)
+      read.fail("`" + std::string(key) + "` must be [null, d1, ...] with positive integer extents. Received: " +
+                detail::shown(value));
+    return shape;
+  }
+  /// A layer's "batch_shape" (Keras 3) or "batch_input_shape" (tf.keras 2), both checked.
+  static std::optional<std::vector<std::size_t>> read_layer_batch_shape(detail::config_reader& read) {
+    std::optional<std::vector<std::size_t>> keras3 = read_batch_shape(read, "batch_shape");
+    std::optional<std::vector<std::size_t>> tf2 = read_batch_shape(read, "batch_input_shape");
+    return keras3 ? keras3 : tf2;
+  }
+  /// The input shape an InputLayer gives; its other settings must be the ones mixprec supports.
+  static std::vector<std::size_t> read_input_layer(const nlohmann::json& layer) {
+    const nlohmann::json& config = layer.contains("config") ? layer["config"] : nlohmann::json::object();
+    detail::config_reader read(config, model_errors + ": the InputLayer");
+    std::optional<std::vector<std::size_t>> shape = read_layer_batch_shape(read);
+    if (!shape) read.fail("it has no `batch_shape` (Keras 3) or `batch_input_shape` (tf.keras 2).");
+    for (const char* key : {"name", "dtype"}) {  // the inputs' dtype: a model takes any floating one
+      read.skip(key);
+      if (read.has(key) && !read.raw(key).is_string())
+        read.fail("`" + std::string(key) + "` must be a string. Received: " + detail::shown(read.raw(key)));
+    }
+    for (const char* key : {"sparse", "ragged", "optional"}) read.unsupported(key, false);
+    read.finish();
+    return *shape;
+  }
+
+  /// The name a layer without one gets: Keras' default for its class, with the first free _N
+  /// suffix when that is taken.
+  static std::string generated_name(const std::string& class_name, const std::set<std::string>& taken) {
+    const std::string base = detail::default_layer_name(class_name);
+    std::string name = base;
+    for (std::size_t n = 1; taken.contains(name); ++n) name = base + "_" + std::to_string(n);
+    return name;
+  }
+
   void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
     if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape is empty.");
-    std::map<std::string, std::size_t> generated;
+    for (std::size_t extent : input_shape_)
+      if (extent == 0)
+        throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape " + detail::shape_text(input_shape_) +
+                                    " has an extent 0.");
     std::set<std::string> names;
     std::vector<std::size_t> shape = input_shape_;
+    std::size_t parameters = 0;
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto& spec = layers[i];
       detail::layer_site site{i + 1, "?", "?"};
-      if (!spec.is_object() || !spec.contains("class_name") || !spec["class_name"].is_string())
-        throw site.error("a layer config is an object with a 'class_name'; got " + detail::quote_for_message(spec.dump()) + ".");
+      if (!spec.is_object())
+        throw site.error("a layer config is an object {\"class_name\": ..., \"config\": {...}}. Received: " +
+                         detail::shown(spec));
+      if (!spec.contains("class_name") || !spec["class_name"].is_string())
+        throw site.error("`class_name` must be a string. Received: " +
+                         (spec.contains("class_name") ? detail::shown(spec["class_name"]) : std::string("nothing")));
       site.class_name = spec["class_name"].get<std::string>();
-      const nlohmann::json config = spec.value("config", nlohmann::json::object());
-      if (!config.is_object()) throw site.error("its 'config' must be an object.");
+      const nlohmann::json config = spec.contains("config") ? spec["config"] : nlohmann::json::object();
+      if (!config.is_object()) throw site.error("`config` must be an object. Received: " + detail::shown(config));
+      if (config.contains("name") && !config["name"].is_null() && !config["name"].is_string())
+        throw site.error("`name` must be a string. Received: " + detail::shown(config["name"]));
       site.name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
-      if (site.name.empty()) {
-        const std::string base = detail::default_layer_name(site.class_name);
-        const std::size_t count = generated[base]++;
-        site.name = count == 0 ? base : base + "_" + std::to_string(count);
-      }
+      if (site.name.empty()) site.name = generated_name(site.class_name, names);
       if (!names.insert(site.name).second)
         throw site.error("the name '" + site.name + "' is already used; layer names must be unique.");
+      detail::config_reader model_keys(config, "layer " + std::to_string(site.position) + " ('" + site.name + "', " +
+                                                   site.class_name + ")");
+      read_layer_batch_shape(model_keys);  // only the first layer's counts (from_config), but each must be valid
       auto layer = detail::make_runtime_layer(config, policy_for(config, site, policies), site);
       try {
-        shape = layer->build(shape);
+        shape = layer->build(shape, parameters);
       } catch (const std::invalid_argument& error) {
         throw site.error(std::string(error.what()) + " (its input is " + detail::shape_text(shape) + ")");
       }
+      parameters += layer->parameter_count();
       layers_.push_back(std::move(layer));
     }
     output_shape_ = shape;

@@ -18,8 +18,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <ostream>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -511,17 +511,20 @@ class Sequential {
     });
   }
 
-  /// Keras' naming: the first "dense" keeps its name, the next ones become dense_1, dense_2...
+  /// Keras' naming: the first "dense" keeps its name, the next ones become dense_1, dense_2...,
+  /// each the first such name not taken (so x_1, x, x become x_1, x, x_2: weight paths stay unique).
   void name_and_build() {
-    std::map<std::string, std::size_t> seen;
+    std::set<std::string> taken;
     std::apply([&](auto&... layers) {
-      ((layers.set_name(unique_name(seen, layers.name()))), ...);
+      ((layers.set_name(unique_name(taken, layers.name()))), ...);
     }, layers_);
     build_all(std::make_index_sequence<layer_count>{});
   }
-  static std::string unique_name(std::map<std::string, std::size_t>& seen, const std::string& name) {
-    const std::size_t count = seen[name]++;
-    return count == 0 ? name : name + "_" + std::to_string(count);
+  static std::string unique_name(std::set<std::string>& taken, const std::string& name) {
+    std::string unique = name;
+    for (std::size_t n = 1; taken.contains(unique); ++n) unique = name + "_" + std::to_string(n);
+    taken.insert(unique);
+    return unique;
   }
   template <std::size_t... I>
   void build_all(std::index_sequence<I...>) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/kind.hpp>
@@ -39,9 +40,7 @@ template <class W>
 W make_variable(const std::string& layer, const weight_spec& spec) {
   using V = typename W::true_dtype;
   if constexpr (std::is_same_v<V, std::int8_t>) {
-    std::size_t size = 1;
-    for (std::size_t extent : spec.shape) size *= extent;
-    return make_variable<W>(spec, std::vector<V>(size));
+    return make_variable<W>(spec, std::vector<V>(checked_product(spec.shape, layer + "/" + spec.name)));
   } else {
     return make_variable<W>(spec, initial_values<V>(spec.initializer, spec.shape, layer + "/" + spec.name));
   }
@@ -93,7 +92,8 @@ class layer_engine {
       quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
     settings_type quantized = settings_;
     quantized.quantization = mode;
-    return {Kind::weights(quantized, input_), Kind::template quantized_weights<V>(quantized, input_, float_weights)};
+    std::vector<weight_spec> specs = checked_weights(quantized, input_, 0);
+    return {std::move(specs), Kind::template quantized_weights<V>(quantized, input_, float_weights)};
   }
   void adopt_quantization(quantization_mode mode) {
     settings_.quantization = mode;
@@ -101,25 +101,60 @@ class layer_engine {
   }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
-  /// Fixes the input extents (batch excluded); returns the weights to create. Throws
-  /// std::invalid_argument when the kind cannot take such inputs.
-  std::vector<weight_spec> build(std::span<const std::size_t> input) {
+  /// Fixes the input extents (batch excluded) of the layer `layer_name`; returns the weights to
+  /// create. Throws std::invalid_argument (changing nothing, allocating nothing) when the kind
+  /// cannot take such inputs, or when a size is over the caps of core/limits.hpp: one sample's
+  /// input, output or workspace, a weight, or the layer's parameters counted after the
+  /// `parameters_before` of the layers ahead of it in its model.
+  std::vector<weight_spec> build(std::span<const std::size_t> input, std::string_view layer_name,
+                                 std::size_t parameters_before = 0) {
+    sample_sizes sample;
+    sample.input = checked_activation(input, "the input");
     std::vector<std::size_t> output = Kind::output_shape(settings_, input);
+    sample.output = checked_activation(output, "the output");
+    if constexpr (requires { Kind::scratch_per_sample(settings_, input); }) {
+      sample.scratch = Kind::scratch_per_sample(settings_, input);
+      check_allocation("the workspace of one sample", sample.scratch, activation_bytes);
+    }
+    std::vector<weight_spec> specs = checked_weights(settings_, input, parameters_before);
     input_.assign(input.begin(), input.end());
     output_shape_ = std::move(output);
-    specs_ = Kind::weights(settings_, input);
+    specs_ = std::move(specs);
+    sample_ = sample;
+    name_ = layer_name;
     return specs_;
   }
   const std::vector<std::size_t>& input_shape() const { return input_; }
   const std::vector<std::size_t>& output_shape() const { return output_shape_; }
   const std::vector<weight_spec>& weight_specs() const { return specs_; }
-  std::size_t output_size(std::size_t batch) const { return batch * call_shape{batch, output_shape_}.feature_size(); }
+  /// The layer's parameters: the elements of all its weights (checked against the caps at build).
+  std::size_t parameter_count() const { return parameters_of(specs_); }
+  /// The output elements of a call on `batch` samples, after check_batch.
+  std::size_t output_size(std::size_t batch) const {
+    check_batch(batch);
+    return batch * sample_.output;
+  }
+  /// Throws std::invalid_argument naming the layer when what a call allocates for `batch` samples
+  /// (the input in the compute dtype, the output, the kind's workspace) is over the allocation cap.
+  void check_batch(std::size_t batch) const {
+    const std::size_t cap_elements = get_size_limits().max_allocation_bytes / activation_bytes;
+    for (const auto& [per_sample, what] : {std::pair{sample_.input, "the input"}, std::pair{sample_.output, "the output"},
+                                           std::pair{sample_.scratch, "the workspace"}}) {
+      std::size_t elements = 0;
+      if (!__builtin_mul_overflow(batch, per_sample, &elements) && elements <= cap_elements) continue;
+      // Over the cap: the message is built only now (this runs on every call).
+      const std::string where = "layer '" + name_ + "' (" + std::string(Kind::keras_class) + "), a batch of " +
+                                std::to_string(batch) + ": " + what;
+      check_allocation(where, checked_multiply(batch, per_sample, where), activation_bytes);
+    }
+  }
 
   /// y = layer(x) outside a training step, for inputs of the shape given (a layer without
   /// weights takes any shape its kind accepts); in training mode, non-trainable weights' new
   /// values land in `updates` for the caller to assign now.
   void call(call_shape shape, std::span<const C> x, std::span<const ref> weights, std::span<C> y, bool training,
             std::vector<weight_update<V>>& updates) {
+    check_batch(shape.batch);
     Kind::template forward<C, V>(
         forward_args<Kind, C, V>{settings_, state_, shape, x, weights, y, training, trainable_, nullptr, updates});
   }
@@ -129,6 +164,7 @@ class layer_engine {
   /// commit().
   template <class D>
   std::span<const C> forward_for_training(std::size_t batch, std::span<const D> x, std::span<const ref> weights) {
+    check_batch(batch);
     batch_ = batch;
     if constexpr (std::is_same_v<D, C>) {
       input_values_ = x;
@@ -210,6 +246,43 @@ class layer_engine {
   }
 
  private:
+  /// What one sample takes in a call, in elements: the input, the output, the kind's workspace.
+  struct sample_sizes {
+    std::size_t input = 0, output = 0, scratch = 0;
+  };
+  /// Bytes an activation element is counted at: 16-bit values are widened to float32 for some work.
+  static constexpr std::size_t activation_bytes = sizeof(C) > sizeof(float) ? sizeof(C) : sizeof(float);
+
+  /// The elements of one sample of `shape`, checked against the caps.
+  static std::size_t checked_activation(std::span<const std::size_t> shape, const char* what) {
+    const std::size_t elements = checked_product(shape, what);
+    check_allocation(std::string(what) + " of one sample", elements, activation_bytes);
+    return elements;
+  }
+  /// The elements of all weights (checked at build: they fit).
+  static std::size_t parameters_of(const std::vector<weight_spec>& specs) {
+    std::size_t count = 0;
+    for (const weight_spec& spec : specs) count += checked_product(spec.shape, "a weight");
+    return count;
+  }
+  /// The kind's weights for `settings`, each checked against the allocation cap (counted at 8
+  /// bytes an element: initial values are drawn in float64) and all against the parameter cap.
+  static std::vector<weight_spec> checked_weights(const settings_type& settings, std::span<const std::size_t> input,
+                                                  std::size_t parameters_before) {
+    std::vector<weight_spec> specs = Kind::weights(settings, input);
+    std::size_t count = 0;
+    for (const weight_spec& spec : specs) {
+      std::string what = "the weight '" + spec.name + "' of shape [";
+      for (std::size_t i = 0; i < spec.shape.size(); ++i) what += (i ? ", " : "") + std::to_string(spec.shape[i]);
+      what += "]";
+      const std::size_t elements = checked_product(spec.shape, what);
+      check_allocation(what, elements, sizeof(double));
+      count = checked_add(count, elements, "the layer's parameters");
+    }
+    check_parameter_count(parameters_before, count);
+    return specs;
+  }
+
   typename Kind::state parsed_state(std::string_view text) const {
     typename Kind::state restored = state_;
     if constexpr (requires(typename Kind::state s) { s.generator; }) {
@@ -228,6 +301,9 @@ class layer_engine {
   bool trainable_ = true;
   std::vector<std::size_t> input_, output_shape_;
   std::vector<weight_spec> specs_;
+  sample_sizes sample_;
+  /// The layer's name, for the errors of its calls.
+  std::string name_;
 
   // The last training step's record.
   typename Kind::state pending_state_;

@@ -11,17 +11,21 @@
 
 namespace mixprec::detail {
 
-/// Output length of a convolution / pooling window along one axis (Keras' formula).
+/// Output length of a convolution / pooling window along one axis (Keras' formula). Written so
+/// that no extent, however large, overflows; a window larger than the input fits with "same"
+/// (the padding makes room) and not with "valid" (0).
 constexpr std::size_t window_output(std::size_t input, std::size_t window, std::size_t stride, bool same) {
-  if (same) return (input + stride - 1) / stride;
+  if (same) return input / stride + (input % stride != 0);
   return input < window ? 0 : (input - window) / stride + 1;
 }
-/// Zeros added before the input along one axis for "same" padding (the rest goes after).
+/// Zeros added before the input along one axis for "same" padding (the rest goes after): half of
+/// what the last window reaches past the input. Every window still holds an input pixel.
 constexpr std::size_t padding_before(std::size_t input, std::size_t window, std::size_t stride, bool same) {
   if (!same) return 0;
   const std::size_t output = window_output(input, window, stride, true);
-  const std::size_t needed = (output - 1) * stride + window;
-  return needed > input ? (needed - input) / 2 : 0;
+  const std::size_t last_start = (output - 1) * stride;  // < input
+  const std::size_t inside = input - last_start;          // pixels the last window covers
+  return window > inside ? (window - inside) / 2 : 0;
 }
 
 struct conv_geometry {

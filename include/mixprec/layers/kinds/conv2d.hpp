@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/limits.hpp>
+
 #include <mixprec/layers/detail/math.hpp>
 #include <mixprec/layers/detail/windows.hpp>
 #include <mixprec/layers/kind.hpp>
@@ -79,6 +81,13 @@ struct conv2d {
 
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
     return s.window.output_shape("Conv2D", input, s.filters);
+  }
+  /// The im2col columns of one sample: a row of kh kw channels per output pixel (checked; the
+  /// input shape was).
+  static std::size_t scratch_per_sample(const settings& s, std::span<const std::size_t> input) {
+    const std::vector<std::size_t> output = output_shape(s, input);
+    const std::size_t extents[] = {output[0], output[1], s.window.height, s.window.width, input[2]};
+    return detail::checked_product(extents, "the im2col columns of one sample");
   }
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
     std::vector<detail::weight_spec> specs{{"kernel",

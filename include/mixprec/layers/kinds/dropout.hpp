@@ -78,15 +78,7 @@ struct dropout {
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.rate = read.number("rate");
-    if (read.has("seed")) {
-      const nlohmann::json& seed = read.raw("seed");
-      if (seed.is_number_unsigned()) s.seed = seed.get<std::uint64_t>();
-      else if (!seed.is_number_integer() || seed.get<std::int64_t>() < 0)
-        read.fail("`seed` must be a non-negative integer or null. Received: " + detail::shown(seed));
-      else s.seed = static_cast<std::uint64_t>(seed.get<std::int64_t>());
-    } else {
-      read.skip("seed");
-    }
+    s.seed = read.non_negative("seed", 0);
     read.unsupported("noise_shape");
     try {
       check(s);

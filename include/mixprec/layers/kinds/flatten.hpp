@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/limits.hpp>
+
 #include <mixprec/layers/kind.hpp>
 
 namespace mixprec::layer_kinds {
@@ -24,9 +26,7 @@ struct flatten {
   using saved = detail::nothing_saved<C>;
 
   static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
-    std::size_t size = 1;
-    for (std::size_t e : input) size *= e;
-    return {size};
+    return {detail::checked_product(input, "Flatten's output")};
   }
   static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
 

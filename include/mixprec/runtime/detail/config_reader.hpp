@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <span>
@@ -53,22 +54,31 @@ class config_reader {
     }
     return number(key);
   }
+  /// An integer in [-2^63, 2^63), written as one (2.0 is not).
   std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = std::nullopt) {
     read_.insert(key);
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      fail("`" + std::string(key) + "` must be an integer. Received: " + received(key));
-    }
-    if (!config_[key].is_number_integer()) fail("`" + std::string(key) + "` must be an integer. Received: " + received(key));
-    return config_[key].get<std::int64_t>();
+    if (!has(key) && fallback) return *fallback;
+    const nlohmann::json& value = has(key) ? config_[key] : nlohmann::json();
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()))
+      fail("`" + std::string(key) + "` must be an integer in [-2^63, 2^63). Received: " + received(key));
+    return value.get<std::int64_t>();
+  }
+  /// A non-negative integer up to 2^64 - 1 (a seed); `fallback` when absent or null.
+  std::uint64_t non_negative(const char* key, std::uint64_t fallback) {
+    read_.insert(key);
+    if (!has(key)) return fallback;
+    const std::optional<std::uint64_t> value = non_negative_value(config_[key]);
+    if (!value) fail("`" + std::string(key) + "` must be a non-negative integer or null. Received: " + received(key));
+    return *value;
   }
   /// A positive integer (units, filters).
   std::size_t positive(const char* key, std::optional<std::size_t> fallback = std::nullopt) {
     read_.insert(key);
     if (!has(key) && fallback) return *fallback;
-    if (!has(key) || !config_[key].is_number_integer() || config_[key].get<long long>() <= 0)
-      fail("`" + std::string(key) + "` must be a positive integer. Received: " + received(key));
-    return config_[key].get<std::size_t>();
+    const std::optional<std::uint64_t> value = has(key) ? non_negative_value(config_[key]) : std::nullopt;
+    if (!value || *value == 0) fail("`" + std::string(key) + "` must be a positive integer. Received: " + received(key));
+    return *value;
   }
   /// A positive integer or a pair of them ([2, 3], or 2 for both).
   std::pair<std::size_t, std::size_t> pair(const char* key,
@@ -77,9 +87,10 @@ class config_reader {
     if (!has(key) && fallback) return *fallback;
     const nlohmann::json& value = has(key) ? config_[key] : nlohmann::json();
     const auto one = [&](const nlohmann::json& v) {
-      if (!v.is_number_integer() || v.get<long long>() <= 0)
+      const std::optional<std::uint64_t> extent = non_negative_value(v);
+      if (!extent || *extent == 0)
         fail("`" + std::string(key) + "` must be a positive integer or a pair of them. Received: " + received(key));
-      return v.get<std::size_t>();
+      return *extent;
     };
     if (value.is_array() && value.size() == 2) return {one(value[0]), one(value[1])};
     const std::size_t both = one(value);
@@ -102,10 +113,11 @@ class config_reader {
     for (std::string_view option : choices) accepted += (accepted.empty() ? "\"" : ", \"") + std::string(option) + "\"";
     fail("`" + std::string(key) + "` must be one of " + accepted + ". Received: " + received(key));
   }
-  /// A setting mixprec does not implement: accepted only at its default (null or `neutral`).
+  /// A setting mixprec does not implement: accepted only at its default (null or `neutral`),
+  /// written as such (an integer setting at 1.0 is not 1: JSON text compared, not numbers).
   void unsupported(const char* key, const nlohmann::json& neutral = nullptr) {
     read_.insert(key);
-    if (has(key) && config_[key] != neutral)
+    if (has(key) && shown(config_[key]) != shown(neutral))
       fail("`" + std::string(key) + "` is not supported by mixprec; it must be " + shown(neutral) +
            ". Received: " + received(key));
   }
@@ -116,6 +128,14 @@ class config_reader {
         fail("unknown setting `" + shown(nlohmann::json(key)) + "` (value " + shown(value) + ").");
   }
   [[noreturn]] void fail(const std::string& what) const { throw std::invalid_argument(owner_ + ": " + what); }
+
+  /// An integer written as one (no read through double) in [0, 2^64), or nothing.
+  static std::optional<std::uint64_t> non_negative_value(const nlohmann::json& value) {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer() && value.get<std::int64_t>() >= 0)
+      return static_cast<std::uint64_t>(value.get<std::int64_t>());
+    return std::nullopt;
+  }
 
  private:
   std::string received(const char* key) const { return config_.contains(key) ? shown(config_[key]) : "nothing"; }
