@@ -37,6 +37,8 @@
 #include <mixprec/layers/quantization.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/dtype_policy_map.hpp>
 #include <mixprec/runtime/experimental_policy.hpp>
@@ -132,9 +134,10 @@ class RuntimeModel {
     const auto bad = [&](const std::string& why) {
       return std::invalid_argument("Invalid Sequential config: " + why);
     };
+    detail::check_json_depth(config, "The Sequential config");
     if (!config.is_object()) throw bad("expected a JSON object.");
     if (config.value("class_name", "Sequential") != "Sequential")
-      throw bad("class_name is " + config["class_name"].dump() + ", not \"Sequential\".");
+      throw bad("class_name is " + detail::shown(config["class_name"]) + ", not \"Sequential\".");
     const nlohmann::json& body = config.contains("config") ? config["config"] : config;
     if (!body.is_object() || !body.contains("layers") || !body["layers"].is_array() || body["layers"].empty())
       throw bad("'config' needs a non-empty 'layers' array.");
@@ -148,7 +151,7 @@ class RuntimeModel {
         std::vector<std::size_t> shape;
         for (std::size_t i = 1; i < it->size(); ++i) {
           if (!(*it)[i].is_number_integer() || (*it)[i].get<long long>() <= 0)
-            throw bad(std::string("'") + key + "' must list positive extents after the batch; got " + it->dump() + ".");
+            throw bad(std::string("'") + key + "' must list positive extents after the batch; got " + detail::shown(*it) + ".");
           shape.push_back((*it)[i].get<std::size_t>());
         }
         return shape;
@@ -180,7 +183,8 @@ class RuntimeModel {
   RuntimeLayer& layer(std::string_view layer_name) {
     for (auto& l : layers_)
       if (l->name() == layer_name) return *l;
-    throw std::out_of_range("RuntimeModel '" + name_ + "' has no layer '" + std::string(layer_name) + "'.");
+    throw std::out_of_range("RuntimeModel '" + detail::quote_for_message(name_) + "' has no layer '" +
+                            detail::quote_for_message(layer_name) + "'.");
   }
   const std::vector<std::size_t>& input_shape() const { return input_shape_; }
   /// The model's own policy: the global one when it was built (with the loss scale that
@@ -275,7 +279,7 @@ class RuntimeModel {
     check_input(x);
     detail::any_span values = x.visit([&](auto v) -> detail::any_span {
       if constexpr (std::is_integral_v<typename decltype(v)::value_type>)
-        throw std::invalid_argument("RuntimeModel '" + name_ + "': the inputs are " + std::string(x.dtype()) +
+        throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the inputs are " + std::string(x.dtype()) +
                                     " values; a model takes floating inputs.");
       else
         return v;
@@ -309,7 +313,7 @@ class RuntimeModel {
   /// Throws as restore_layer_states would, changing nothing.
   void check_layer_states(const std::vector<std::string>& states) const {
     if (states.size() != layers_.size())
-      throw std::invalid_argument("RuntimeModel '" + name_ + "': " + std::to_string(states.size()) + " layer states for " +
+      throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': " + std::to_string(states.size()) + " layer states for " +
                                   std::to_string(layers_.size()) + " layers.");
     for (std::size_t i = 0; i < states.size(); ++i) detail::checked_state(*layers_[i], layers_[i]->name(), states[i]);
   }
@@ -356,15 +360,17 @@ class RuntimeModel {
 
  private:
   void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
-    if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape is empty.");
+    if (input_shape_.empty())
+      throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the input shape is empty.");
     std::map<std::string, std::size_t> generated;
     std::set<std::string> names;
     std::vector<std::size_t> shape = input_shape_;
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto& spec = layers[i];
       detail::layer_site site{i + 1, "?", "?"};
+      detail::check_json_depth(spec, "Layer " + std::to_string(i + 1) + "'s config");
       if (!spec.is_object() || !spec.contains("class_name") || !spec["class_name"].is_string())
-        throw site.error("a layer config is an object with a 'class_name'; got " + detail::quote_for_message(spec.dump()) + ".");
+        throw site.error("a layer config is an object with a 'class_name'; got " + detail::shown(spec) + ".");
       site.class_name = spec["class_name"].get<std::string>();
       const nlohmann::json config = spec.value("config", nlohmann::json::object());
       if (!config.is_object()) throw site.error("its 'config' must be an object.");
@@ -375,7 +381,7 @@ class RuntimeModel {
         site.name = count == 0 ? base : base + "_" + std::to_string(count);
       }
       if (!names.insert(site.name).second)
-        throw site.error("the name '" + site.name + "' is already used; layer names must be unique.");
+        throw site.error("the name '" + detail::quote_for_message(site.name) + "' is already used; layer names must be unique.");
       auto layer = detail::make_runtime_layer(config, policy_for(config, site, policies), site);
       try {
         shape = layer->build(shape);
@@ -410,7 +416,7 @@ class RuntimeModel {
   void check_input(const AnyTensor& x) const {
     const std::vector<std::size_t> features(x.extents().begin() + (x.extents().empty() ? 0 : 1), x.extents().end());
     if (x.extents().empty() || features != input_shape_)
-      throw std::invalid_argument("RuntimeModel '" + name_ + "' expects inputs of shape " + detail::shape_text(input_shape_) +
+      throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "' expects inputs of shape " + detail::shape_text(input_shape_) +
                                   "; got " + (x.extents().empty() ? std::string("a scalar") : detail::shape_text(features)) + ".");
   }
   std::vector<weight_handle> weights_where(bool trained) {

@@ -347,7 +347,7 @@ struct training_entry<Model, void> {
         for (std::size_t i = 0; i < extents.size(); ++i) t += (i ? ", " : "") + std::to_string(extents[i]);
         return t + (extents.size() == 1 ? ",)" : ")");
       };
-      throw std::invalid_argument("RuntimeModel '" + model.name() + "': labels of shape " + text(y.extents()) + " (" +
+      throw std::invalid_argument("RuntimeModel '" + mixprec::detail::quote_for_message(model.name()) + "': labels of shape " + text(y.extents()) + " (" +
                                   std::string(y.dtype()) + ") do not fit the output " +
                                   text(with_batch(x.batch(), model.output_shape())) +
                                   (y.floating() ? ": floating targets need the output's shape."
