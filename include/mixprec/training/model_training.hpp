@@ -153,7 +153,7 @@ void check_finite_inputs(std::span<const T> x) {
 }
 
 inline compiled_model& compiled_of(compiled_slot& slot) {
-  if (!slot.state) throw std::invalid_argument("You must call `compile()` before using the model.");
+  if (!slot.state) throw std::logic_error("You must call `compile()` before using the model.");
   return static_cast<compiled_model&>(*slot.state);
 }
 
@@ -279,7 +279,7 @@ struct training_entry<Model, void> {
     model.compiled_.state = std::move(state);
   }
 
-  /// What compile() left in the model (std::invalid_argument before compile()).
+  /// What compile() left in the model (std::logic_error before compile()).
   static compiled_model& compiled(Model& model) { return compiled_of(model.compiled_); }
   static optimizers::Optimizer& optimizer(Model& model) { return optimizer_of(compiled(model)); }
   static optimizers::LossScaleOptimizer* loss_scale_optimizer(Model& model) {
