@@ -117,7 +117,11 @@ TEST_CASE("JSON nesting is checked before anything recursive touches it") {
   // Models: the whole config, and each layer given to the constructor.
   const std::string dense = R"({"class_name": "Dense", "config": {"units": 2, "batch_shape": [null, 3], "bias_regularizer": )";
   deep_is_rejected([&] { RuntimeModel::from_config(with_nested(R"({"class_name": "Sequential", "config": {"layers": [)" + dense, too_deep, "}}]}}")); });
-  deep_is_rejected([&] { RuntimeModel({3}, {with_nested(dense, too_deep, "}}")}); });
+  deep_is_rejected([&] {
+    std::vector<json> layers;
+    layers.push_back(with_nested(dense, too_deep, "}}"));  // moved: an initializer list would copy it
+    RuntimeModel({3}, layers);
+  });
 }
 
 TEST_CASE("bytes that are not UTF-8 are shown escaped in every message that echoes them") {
