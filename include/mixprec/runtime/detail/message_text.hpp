@@ -2,13 +2,12 @@
 // A message must never fail to build, nor carry bytes that make the next JSON dump throw: a
 // layer name with invalid UTF-8 would otherwise surface as nlohmann's type_error 316, or ride
 // along in the message into the caller's logs. Every throw site that echoes user input goes
-// through one of these two functions.
+// through quote_for_message (a string) or shown (a JSON value, or a string as JSON text).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
