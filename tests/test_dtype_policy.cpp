@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <mixprec/mixprec.hpp>
 
@@ -53,12 +55,13 @@ TEST_CASE("every Keras dtype name is a policy with compute == variable") {
 
 TEST_CASE("rejected names carry Keras' message and name the bad value") {
   const std::string long_name(5000, 'x');
-  for (std::string_view name : {std::string_view(""), std::string_view("mixed_float15"),
-                                std::string_view("@mixed_float16!"), std::string_view("float"),
-                                std::string_view("Float32"), std::string_view(" float32"),
-                                std::string_view("mixed_float16 "), std::string_view("float32\n")}) {
+  // The message shows control characters and bytes that are not UTF-8 escaped.
+  for (const auto& [name, shown] : std::vector<std::pair<std::string_view, std::string_view>>{
+           {"", ""}, {"mixed_float15", "mixed_float15"}, {"@mixed_float16!", "@mixed_float16!"}, {"float", "float"},
+           {"Float32", "Float32"}, {" float32", " float32"}, {"mixed_float16 ", "mixed_float16 "},
+           {"float32\n", "float32\\x0a"}, {"float32\xff", "float32\\xff"}}) {
     CAPTURE(name);
-    CHECK_THROWS_WITH_AS(DTypePolicy{name}, ("Cannot convert '" + std::string(name) + cannot_convert_tail).c_str(),
+    CHECK_THROWS_WITH_AS(DTypePolicy{name}, ("Cannot convert '" + std::string(shown) + cannot_convert_tail).c_str(),
                          std::invalid_argument);
   }
   // A very long name is rejected, and the message quotes it cut short.

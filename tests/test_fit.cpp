@@ -229,8 +229,10 @@ TEST_CASE("fit, evaluate and predict: bad arguments") {
   const auto throws = [](auto&& call, const char* message) {
     CHECK_THROWS_WITH_AS(call(), message, std::invalid_argument);
   };
-  throws([&] { model.fit(d.ax, d.ay, {.verbose = 0}); }, "You must call `compile()` before using the model.");
-  throws([&] { model.evaluate(d.ax, d.ay, {.verbose = 0}); }, "You must call `compile()` before using the model.");
+  // Before compile(): the API called in the wrong order.
+  CHECK_THROWS_WITH_AS(model.fit(d.ax, d.ay, {.verbose = 0}), "You must call `compile()` before using the model.", std::logic_error);
+  CHECK_THROWS_WITH_AS(model.evaluate(d.ax, d.ay, {.verbose = 0}), "You must call `compile()` before using the model.",
+                       std::logic_error);
   model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
   throws([&] { model.fit(d.ax, d.ay, {.batch_size = 0}); }, "`batch_size` must be a positive integer. Received: batch_size=0");
   throws([&] { model.predict(d.ax, {.batch_size = 0}); }, "`batch_size` must be a positive integer. Received: batch_size=0");

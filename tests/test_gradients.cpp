@@ -95,10 +95,10 @@ TEST_CASE("compute_gradients: the errors of train_on_batch") {
   Model model;
   const Tensor<float, dynamic, 3> x({1, 2, 3, 4, 5, 6});
   CHECK_THROWS_WITH_AS(model.compute_gradients(x, Tensor<std::int32_t, dynamic>({0, 1})),
-                       "You must call `compile()` before using the model.", std::invalid_argument);
+                       "You must call `compile()` before using the model.", std::logic_error);
   RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
   CHECK_THROWS_WITH_AS(runtime.compute_gradients(AnyTensor(x), AnyTensor({2}, std::vector<std::int32_t>{0, 1})),
-                       "You must call `compile()` before using the model.", std::invalid_argument);
+                       "You must call `compile()` before using the model.", std::logic_error);
 
   model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
   runtime.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));

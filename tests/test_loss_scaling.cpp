@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <cstdint>
 #include <limits>
@@ -734,4 +735,75 @@ TEST_CASE("load_checkpoint: a rejection after the training state was read change
   CHECK(train(trained) == train(fresh));
   CHECK(weight_bytes(trained) == weight_bytes(fresh));
   std::remove("reject_test.mpxw");
+}
+
+TEST_CASE("load_checkpoint: a training section of the wrong JSON types or out of range is rejected naming the key; nothing changes") {
+  const auto train = [](auto& m) { return m.train_on_batch(inputs(), labels()); };
+  mlp<policies::mixed_float16> saved, target;
+  for (auto* m : {&saved, &target}) {
+    m->compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+    train(*m);
+  }
+  train(target);
+  const std::string file = "typed_checkpoint_test.mpxw";
+  save_checkpoint(saved, file);
+  std::string content;
+  {
+    std::ifstream in(file, std::ios::binary);
+    content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::uint64_t header_length = 0;
+  std::memcpy(&header_length, content.data() + 8, sizeof header_length);
+  // The section changed and its checksum recomputed, as a forger would.
+  const auto write_with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json header = nlohmann::json::parse(content.substr(16, header_length));
+    change(header["training"]);
+    header["training_fnv1a64"] = mixprec::detail::json_checksum(header["training"]);
+    const std::string text = header.dump();
+    const std::uint64_t length = text.size();
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << content.substr(0, 8);
+    out.write(reinterpret_cast<const char*>(&length), sizeof length);
+    out << text << content.substr(16 + header_length);
+  };
+  const auto weights = weight_bytes(target);
+  const auto slots = adam_state(target.optimizer());
+  const auto scale = target.loss_scale_optimizer()->state();
+  const auto states = target.layer_states();
+  using nlohmann::json;
+  for (const auto& [change, message] : std::vector<std::pair<std::function<void(json&)>, std::string>>{
+           {[](json& t) { t["optimizer"] = "Adam"; }, "`optimizer` must be an object with a string `class_name`. Received: \"Adam\""},
+           {[](json& t) { t["optimizer"]["class_name"] = 1; }, "`optimizer` must be an object with a string `class_name`"},
+           {[](json& t) { t.erase("optimizer"); }, "the checkpoint's training state: `optimizer` is missing."},
+           {[](json& t) { t["optimizer"]["class_name"] = "Ad\u0001am"; }, "saved with the optimizer Ad\\x01am, but"},
+           {[](json& t) { t["slot_names"] = "momentum"; }, "`slot_names` must be a list of strings. Received: \"momentum\""},
+           {[](json& t) { t["slot_names"] = {"momentum", 2}; }, "`slot_names` must be a list of strings. Received: [\"momentum\",2]"},
+           {[](json& t) { t["layer_states"] = {"", nullptr, ""}; }, "`layer_states` must be a list of strings"},
+           {[](json& t) { t["layer_states"] = {"", "", "", ""}; }, "4 layer states for 3 layers"},
+           {[](json& t) { t["slots"] = "yes"; }, "`slots` must be true or false. Received: \"yes\""},
+           {[](json& t) { t["iterations"] = 1.5; }, "`iterations` must be an integer. Received: 1.5"},
+           {[](json& t) { t["iterations"] = -1; }, "iterations must be >= 0. Received: -1"},
+           {[](json& t) { t["iterations"] = 18446744073709551615ull; }, "iterations must be >= 0"},
+           {[](json& t) { t["loss_scale"] = 5; }, "LossScaleOptimizer state: its config must be an object. Received: 5"},
+           {[](json& t) { t["loss_scale"]["scale"] = 1e300; }, "`scale` must be a positive float32 number. Received: 1e+300"},
+           {[](json& t) { t["loss_scale"]["scale"] = -2.0; }, "`scale` must be a positive float32 number. Received: -2"},
+           {[](json& t) { t["loss_scale"]["good_steps"] = "3"; }, "`good_steps` must be an integer. Received: \"3\""},
+           {[](json& t) { t["loss_scale"]["attempted_steps"] = 18446744073709551615ull; }, "do not fit"},
+           {[](json& t) { t["loss_scale_settings"] = json::array(); }, "its loss scale was [], the model's is {"},
+           {[](json& t) { t["extra"] = {1, 2}; }, "unknown setting `\"extra\"` (value [1,2])"},
+           {[](json& t) { t = json::array(); }, "its training state is corrupted"}}) {
+    CAPTURE(message);
+    write_with(change);
+    CHECK_THROWS_WITH_AS(load_checkpoint(target, file), doctest::Contains(("Cannot load weights from '" + file + "': ").c_str()),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(load_checkpoint(target, file), doctest::Contains(message.c_str()), std::invalid_argument);
+    CHECK(weight_bytes(target) == weights);
+    CHECK(adam_state(target.optimizer()) == slots);
+    CHECK(target.loss_scale_optimizer()->state() == scale);
+    CHECK(target.layer_states() == states);
+  }
+  write_with([](json&) {});
+  load_checkpoint(target, file);  // the untouched section loads
+  CHECK(weight_bytes(target) == weight_bytes(saved));
+  std::remove(file.c_str());
 }

@@ -16,6 +16,8 @@
 #include <mixprec/models.hpp>
 #include <mixprec/runtime.hpp>
 
+#include "model_weights.hpp"
+
 using namespace mixprec;
 
 namespace {
@@ -252,50 +254,85 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
   CHECK_THROWS_WITH_AS(target.load_weights(file.path), doctest::Contains("lacks [\"other_name_same_shape/kernel\",\"other_name_same_shape/bias\"]"),
                        std::invalid_argument);
   model_type copy;
-  const auto untouched = copy.layer<0>().kernel.value();
+  const auto untouched = test::weight_bytes(copy);
   // Truncated, corrupted, not a weights file, wrong shapes: all rejected, nothing changed.
   std::ifstream in(file.path, std::ios::binary);
   const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto write = [](const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; };
   temp_file bad("mixprec_test_bad.weights");
+  const auto rejected = [&](const std::string& message) {
+    CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains(message.c_str()), std::invalid_argument);
+    CHECK(test::weight_bytes(copy) == untouched);
+  };
   write(bad.path, content.substr(0, content.size() - 3));
-  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("truncated"), std::invalid_argument);
+  rejected("truncated");
   std::string flipped = content;
   flipped[flipped.size() - 5] = static_cast<char>(flipped[flipped.size() - 5] ^ 0x10);
   write(bad.path, flipped);
-  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("corrupted (checksum mismatch)"), std::invalid_argument);
+  rejected("corrupted (checksum mismatch)");
   write(bad.path, "definitely not weights");
-  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("not a mixprec weights file"), std::invalid_argument);
+  rejected("not a mixprec weights file");
   write(bad.path, content.substr(0, 20));
-  CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains("runs past the end"), std::invalid_argument);
+  rejected("runs past the end");
   CHECK_THROWS_WITH_AS(copy.load_weights("/nonexistent/dir/x.weights"), doctest::Contains("cannot be opened"), std::invalid_argument);
-  // Header numbers are integers written as such: a fraction, a negative or a huge value, or a
-  // shape whose element count overflows, is rejected (not truncated, not wrapped).
-  const auto with_header = [&](const std::function<void(nlohmann::json&)>& change) {
-    std::uint64_t length = 0;
-    std::memcpy(&length, content.data() + 8, sizeof length);
-    nlohmann::json header = nlohmann::json::parse(content.substr(16, length));
-    change(header);
-    const std::string text = header.dump();
+  // The header rewritten: every member is read as the JSON type it must have, every integer as
+  // an integer (a fraction, a negative or a huge value is rejected, not truncated or wrapped),
+  // and the message names the file and the key.
+  std::uint64_t header_length = 0;
+  std::memcpy(&header_length, content.data() + 8, sizeof header_length);
+  const auto with_header_text = [&](const std::string& text) {
     const std::uint64_t new_length = text.size();
     std::string bytes = content.substr(0, 8);
     bytes.append(reinterpret_cast<const char*>(&new_length), sizeof new_length);
-    return bytes + text + content.substr(16 + length);
+    return bytes + text + content.substr(16 + header_length);
   };
-  for (const auto& [change, message] :
-       std::vector<std::pair<std::function<void(nlohmann::json&)>, const char*>>{
-           {[](nlohmann::json& h) { h["weights"][0]["offset"] = 0.5; }, "the offset of weight 'dense/kernel' must be a non-negative integer; it is 0.5."},
-           {[](nlohmann::json& h) { h["weights"][0]["shape"] = {4.9, 4}; }, "an extent of weight 'dense/kernel' must be a non-negative integer; it is 4.9."},
-           {[](nlohmann::json& h) { h["weights"][0]["bytes"] = -80; }, "the size of weight 'dense/kernel' must be a non-negative integer; it is -80."},
-           {[](nlohmann::json& h) { h["data_bytes"] = 1e300; }, "data_bytes must be a non-negative integer; it is 1e+300."},
-           {[](nlohmann::json& h) { h["weights"][0]["shape"] = {std::uint64_t{1} << 62, 4}; }, "inconsistent sizes"}}) {
+  const auto with_header = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json header = nlohmann::json::parse(content.substr(16, header_length));
+    change(header);
+    return with_header_text(header.dump());
+  };
+  using nlohmann::json;
+  for (const auto& [change, message] : std::vector<std::pair<std::function<void(json&)>, std::string>>{
+           {[](json& h) { h["weights"][0]["offset"] = 0.5; }, "weight 'dense/kernel': \"offset\" must be a non-negative integer; it is 0.5."},
+           {[](json& h) { h["weights"][0]["shape"] = {4.9, 4}; }, "weight 'dense/kernel': an extent in \"shape\" must be a non-negative integer; it is 4.9."},
+           {[](json& h) { h["weights"][0]["bytes"] = -80; }, "weight 'dense/kernel': \"bytes\" must be a non-negative integer; it is -80."},
+           {[](json& h) { h["weights"][0]["bytes"] = "80"; }, "weight 'dense/kernel': \"bytes\" must be a non-negative integer; it is \"80\"."},
+           {[](json& h) { h["data_bytes"] = 1e300; }, "the header: \"data_bytes\" must be a non-negative integer; it is 1e+300."},
+           {[](json& h) { h["data_bytes"] = nullptr; }, "the header: \"data_bytes\" must be a non-negative integer; it is null."},
+           {[](json& h) { h["weights"][0]["shape"] = {std::uint64_t{1} << 62, 4}; }, "inconsistent sizes"},
+           {[](json& h) { h["version"] = 1.0; }, "the header: \"version\" must be a non-negative integer; it is 1.0."},
+           {[](json& h) { h["version"] = 2; }, "unknown version 2"},
+           {[](json& h) { h["format"] = 5; }, "unknown format 5"},
+           {[](json& h) { h.erase("format"); }, "the header has no \"format\"."},
+           {[](json& h) { h["weights"] = json::object(); }, "the header: \"weights\" must be a JSON array; it is {}."},
+           {[](json& h) { h["weights"][1] = "dense/bias"; }, "weights[1] must be a JSON object; it is \"dense/bias\"."},
+           {[](json& h) { h["weights"][0]["path"] = 7; }, "weights[0]: \"path\" must be a JSON string; it is 7."},
+           {[](json& h) { h["weights"][0].erase("path"); }, "weights[0] has no \"path\"."},
+           {[](json& h) { h["weights"][0]["dtype"] = json::array(); }, "weight 'dense/kernel': \"dtype\" must be a JSON string; it is []."},
+           {[](json& h) { h["weights"][0]["dtype"] = "float\x01"; }, "weight 'dense/kernel' has an unknown dtype 'float\\x01'."},
+           {[](json& h) { h["weights"][0]["shape"] = 20; }, "weight 'dense/kernel': \"shape\" must be a JSON array; it is 20."},
+           {[](json& h) { h["weights"][0]["fnv1a64"] = 1; }, "weight 'dense/kernel': \"fnv1a64\" must be a JSON string; it is 1."},
+           {[](json& h) { h["weights"][0].erase("offset"); }, "weight 'dense/kernel' has no \"offset\"."},
+           {[](json& h) { h["weights"][1]["path"] = "dense/kernel"; }, "weight 'dense/kernel' appears twice."},
+           {[](json& h) { h["weights"][0]["path"] = "d\n/kernel"; }, "it lacks [\"dense/kernel\"] (a different model?)."},
+           {[](json& h) { h["weights"][0]["fnv1a64"] = "\x7f"; }, "the values of weight 'dense/kernel' are corrupted"},
+           {[](json& h) { h["training"] = 3; }, "its training state is corrupted"},
+           {[](json& h) { h = json::array(); }, "its header is not a JSON object."}}) {
+    CAPTURE(message);
     write(bad.path, with_header(change));
-    CHECK_THROWS_WITH_AS(copy.load_weights(bad.path), doctest::Contains(message), std::invalid_argument);
+    rejected(message);
   }
+  // Bytes that are not UTF-8 in the header text itself, and a header nested too deep.
+  std::string raw = content.substr(16, header_length);
+  raw.replace(raw.find("dense/kernel"), 5, "d\xff\xfe\x01e");
+  write(bad.path, with_header_text(raw));
+  rejected("its JSON header does not parse: ");
+  write(bad.path, with_header_text("{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}"));
+  rejected("its header nests JSON arrays and objects deeper than 128 levels");
   Sequential<policies::float32, Input<6>, Dense<4>, BatchNormalization<>, Dense<2>> wider;
   CHECK_THROWS_WITH_AS(wider.load_weights(file.path), doctest::Contains("has shape [5,4] in the file but [6,4] in the model"),
                        std::invalid_argument);
-  CHECK(copy.layer<0>().kernel.value() == untouched);
+  CHECK(test::weight_bytes(copy) == untouched);
 
   copy.load_weights(file.path);
   source.for_each_weight([&](const std::string& path, const auto& w) {

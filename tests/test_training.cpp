@@ -119,7 +119,7 @@ TEST_CASE("a rejected step changes nothing") {
   model_type model;
   const auto x = tensor_of<float, dynamic, 4>({0.5f, -1.0f, 2.0f, 0.25f, 1.0f, 0.0f, -0.5f, 3.0f});
   CHECK_THROWS_WITH_AS(model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1})),
-                       "You must call `compile()` before using the model.", std::invalid_argument);
+                       "You must call `compile()` before using the model.", std::logic_error);
   model.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
   model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1}));
   const auto weights = weight_bytes(model);

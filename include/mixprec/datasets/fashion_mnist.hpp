@@ -37,6 +37,7 @@
 #include <vector>
 
 #include <mixprec/layers/tensor.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::datasets {
 
@@ -65,7 +66,7 @@ Tensor<float, dynamic, To...> scaled(const Tensor<std::uint8_t, dynamic, From...
 namespace detail {
 
 [[noreturn]] inline void bad_dataset_file(const std::filesystem::path& file, const std::string& why) {
-  throw std::invalid_argument("Cannot load '" + file.string() + "': " + why);
+  throw std::invalid_argument("Cannot load '" + mixprec::detail::quote_for_message(file.string()) + "': " + why);
 }
 
 /// a * b, or an error naming the file when it does not fit a std::size_t.
@@ -253,8 +254,10 @@ inline Data load_split(const std::filesystem::path& directory, std::string_view 
   }
   const std::size_t n_images = images.size() / (28 * 28);
   if (n_images != labels.size())
-    throw std::invalid_argument("Cannot load Fashion-MNIST from '" + directory.string() + "': " + images_file.string() +
-                                " has " + std::to_string(n_images) + " images but " + labels_file.string() + " has " +
+    throw std::invalid_argument("Cannot load Fashion-MNIST from '" + mixprec::detail::quote_for_message(directory.string()) +
+                                "': " + mixprec::detail::quote_for_message(images_file.string()) + " has " +
+                                std::to_string(n_images) + " images but " +
+                                mixprec::detail::quote_for_message(labels_file.string()) + " has " +
                                 std::to_string(labels.size()) + " labels.");
   const auto bad = std::find_if(labels.begin(), labels.end(), [](std::uint8_t label) { return label >= 10; });
   if (bad != labels.end())

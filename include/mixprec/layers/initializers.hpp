@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::initializers {
 
@@ -168,6 +170,7 @@ inline any get(const nlohmann::json& identifier) {
       {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_uniform", "HeUniform"},
       {"he_normal", "HeNormal"}, {"random_normal", "RandomNormal"}, {"random_uniform", "RandomUniform"},
       {"zeros", "Zeros"}, {"ones", "Ones"}, {"constant", "Constant"}}};
+  mixprec::detail::check_json_depth(identifier, "The initializer config");
   std::string class_name;
   nlohmann::json config = nlohmann::json::object();
   if (identifier.is_string()) {
@@ -180,7 +183,7 @@ inline any get(const nlohmann::json& identifier) {
   } else {
     throw std::invalid_argument("Could not interpret initializer identifier: " + mixprec::detail::shown(identifier));
   }
-  mixprec::detail::config_reader read(config, "initializer " + class_name);
+  mixprec::detail::config_reader read(config, "initializer " + mixprec::detail::quote_for_message(class_name));
   const auto seed = [&] { return read.non_negative("seed", 0); };
   any result;
   if (class_name == "GlorotUniform") result = glorot_uniform{seed()};

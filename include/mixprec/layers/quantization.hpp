@@ -97,7 +97,7 @@ inline DTypePolicy quantized_policy(quantization_mode mode, std::string_view sou
 inline quantization_mode checked_quantize(const quantize_request& layer, std::string_view mode_name) {
   if (!layer.built) throw std::invalid_argument("Cannot quantize a layer that isn't yet built.");
   if (layer.current != quantization_mode::none)
-    throw std::invalid_argument("Layer '" + std::string(layer.layer_name) + "' is already quantized with dtype_policy='" +
+    throw std::invalid_argument("Layer '" + quote_for_message(layer.layer_name) + "' is already quantized with dtype_policy='" +
                                 std::string(layer.current_policy) + "'. Received: mode=" + quote_for_message(mode_name));
   const quantization_mode mode = parse_quantization_mode(mode_name);
   if (mode == quantization_mode::int8 && layer.compute_dtype == "float16")

@@ -14,6 +14,8 @@
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::regularizers {
 
@@ -87,6 +89,7 @@ inline nlohmann::ordered_json serialize(const any& regularizer) {
 /// A regularizer from its Keras form: a serialized object or a name ("l1", "l2", "l1_l2", with
 /// Keras' default factor 0.01).
 inline any get(const nlohmann::json& identifier) {
+  mixprec::detail::check_json_depth(identifier, "The regularizer config");
   std::string class_name;
   nlohmann::json config = nlohmann::json::object();
   if (identifier.is_string()) {
@@ -100,7 +103,7 @@ inline any get(const nlohmann::json& identifier) {
   } else {
     throw std::invalid_argument("Could not interpret regularizer identifier: " + mixprec::detail::shown(identifier));
   }
-  mixprec::detail::config_reader read(config, "regularizer " + class_name);
+  mixprec::detail::config_reader read(config, "regularizer " + mixprec::detail::quote_for_message(class_name));
   any result;
   if (class_name == "L1") result = l1{read.number("l1", 0.01)};
   else if (class_name == "L2") result = l2{read.number("l2", 0.01)};

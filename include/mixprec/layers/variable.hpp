@@ -25,6 +25,7 @@
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/layers/tensor.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec {
 
@@ -52,7 +53,7 @@ class AutoCastVariable {
     std::size_t size = 1;
     for (std::size_t extent : shape_) size *= extent;
     if (size != value_.size())
-      throw std::invalid_argument("Variable '" + name_ + "': a shape of " + std::to_string(size) + " elements for " +
+      throw std::invalid_argument("Variable '" + mixprec::detail::quote_for_message(name_) + "': a shape of " + std::to_string(size) + " elements for " +
                                   std::to_string(value_.size()) + " values.");
     refresh();
   }
@@ -127,7 +128,7 @@ class AutoCastVariable {
   }
   void check_size(std::size_t size, const char* what) const {
     if (size != value_.size())
-      throw std::invalid_argument("Variable '" + name_ + "': " + what + " with " + std::to_string(size) +
+      throw std::invalid_argument("Variable '" + mixprec::detail::quote_for_message(name_) + "': " + what + " with " + std::to_string(size) +
                                   " values, but the variable holds " + std::to_string(value_.size()) + ".");
   }
   template <class U>

@@ -221,7 +221,7 @@ class runtime_layer_of final : public RuntimeLayer {
  private:
   quantization_mode checked_quantization(std::string_view mode) const {
     if (!quantizable())
-      throw std::invalid_argument("Layer '" + name() + "' (" + std::string(Kind::keras_class) +
+      throw std::invalid_argument("Layer '" + detail::quote_for_message(name()) + "' (" + std::string(Kind::keras_class) +
                                   ") has no quantized form; Dense layers do.");
     return detail::checked_quantize(
         {name(), built_, engine_.quantization(), dtype_policy().name(), dtype_name_v<C>}, mode);

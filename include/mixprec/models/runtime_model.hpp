@@ -37,6 +37,8 @@
 #include <mixprec/layers/quantization.hpp>
 #include <mixprec/models/runtime_layers.hpp>
 #include <mixprec/models/weights_io.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/dtype_policy_map.hpp>
 #include <mixprec/runtime/experimental_policy.hpp>
@@ -133,6 +135,7 @@ class RuntimeModel {
   /// key (and the layer); the model's other keys (module, registered_name, build_config,
   /// compile_config) are Keras' metadata and are not read.
   static RuntimeModel from_config(const nlohmann::json& config, std::optional<DTypePolicyMap> policies = std::nullopt) {
+    detail::check_json_depth(config, "The Sequential config");
     static constexpr std::array<std::string_view, 1> sequential{"Sequential"};
     detail::config_reader wrapper(config, model_errors);
     wrapper.choice("class_name", sequential);
@@ -189,7 +192,8 @@ class RuntimeModel {
   RuntimeLayer& layer(std::string_view layer_name) {
     for (auto& l : layers_)
       if (l->name() == layer_name) return *l;
-    throw std::out_of_range("RuntimeModel '" + name_ + "' has no layer '" + std::string(layer_name) + "'.");
+    throw std::out_of_range("RuntimeModel '" + detail::quote_for_message(name_) + "' has no layer '" +
+                            detail::quote_for_message(layer_name) + "'.");
   }
   const std::vector<std::size_t>& input_shape() const { return input_shape_; }
   /// The model's own policy: the global one when it was built (with the loss scale that
@@ -290,7 +294,7 @@ class RuntimeModel {
     check_input(x);
     detail::any_span values = x.visit([&](auto v) -> detail::any_span {
       if constexpr (std::is_integral_v<typename decltype(v)::value_type>)
-        throw std::invalid_argument("RuntimeModel '" + name_ + "': the inputs are " + std::string(x.dtype()) +
+        throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the inputs are " + std::string(x.dtype()) +
                                     " values; a model takes floating inputs.");
       else
         return v;
@@ -324,7 +328,7 @@ class RuntimeModel {
   /// Throws as restore_layer_states would, changing nothing.
   void check_layer_states(const std::vector<std::string>& states) const {
     if (states.size() != layers_.size())
-      throw std::invalid_argument("RuntimeModel '" + name_ + "': " + std::to_string(states.size()) + " layer states for " +
+      throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': " + std::to_string(states.size()) + " layer states for " +
                                   std::to_string(layers_.size()) + " layers.");
     for (std::size_t i = 0; i < states.size(); ++i) detail::checked_state(*layers_[i], layers_[i]->name(), states[i]);
   }
@@ -424,10 +428,10 @@ class RuntimeModel {
   }
 
   void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
-    if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape is empty.");
+    if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the input shape is empty.");
     for (std::size_t extent : input_shape_)
       if (extent == 0)
-        throw std::invalid_argument("RuntimeModel '" + name_ + "': the input shape " + detail::shape_text(input_shape_) +
+        throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the input shape " + detail::shape_text(input_shape_) +
                                     " has an extent 0.");
     std::set<std::string> names;
     std::vector<std::size_t> shape = input_shape_;
@@ -435,6 +439,7 @@ class RuntimeModel {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto& spec = layers[i];
       detail::layer_site site{i + 1, "?", "?"};
+      detail::check_json_depth(spec, "Layer " + std::to_string(i + 1) + "'s config");
       if (!spec.is_object())
         throw site.error("a layer config is an object {\"class_name\": ..., \"config\": {...}}. Received: " +
                          detail::shown(spec));
@@ -449,7 +454,7 @@ class RuntimeModel {
       site.name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
       if (site.name.empty()) site.name = generated_name(site.class_name, names);
       if (!names.insert(site.name).second)
-        throw site.error("the name '" + site.name + "' is already used; layer names must be unique.");
+        throw site.error("the name '" + detail::quote_for_message(site.name) + "' is already used; layer names must be unique.");
       detail::config_reader model_keys(config, "layer " + std::to_string(site.position) + " ('" + site.name + "', " +
                                                    site.class_name + ")");
       read_layer_batch_shape(model_keys);  // only the first layer's counts (from_config), but each must be valid
@@ -488,7 +493,7 @@ class RuntimeModel {
   void check_input(const AnyTensor& x) const {
     const std::vector<std::size_t> features(x.extents().begin() + (x.extents().empty() ? 0 : 1), x.extents().end());
     if (x.extents().empty() || features != input_shape_)
-      throw std::invalid_argument("RuntimeModel '" + name_ + "' expects inputs of shape " + detail::shape_text(input_shape_) +
+      throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "' expects inputs of shape " + detail::shape_text(input_shape_) +
                                   "; got " + (x.extents().empty() ? std::string("a scalar") : detail::shape_text(features)) + ".");
   }
   std::vector<weight_handle> weights_where(bool trained) {

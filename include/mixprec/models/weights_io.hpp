@@ -44,6 +44,8 @@
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/tensor.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec {
 
@@ -112,14 +114,43 @@ std::function<void(std::string_view, std::span<const std::byte>)> loader(std::si
 }
 
 [[noreturn]] inline void bad_weights_file(const std::string& file, const std::string& why) {
-  throw std::invalid_argument("Cannot load weights from '" + file + "': " + why);
+  throw std::invalid_argument("Cannot load weights from '" + quote_for_message(file) + "': " + why);
 }
 
-/// A header field that must be a non-negative integer written as one (not 0.5, -1 or 1e300).
+/// The member `key` of `object`, a part of the header that messages call `owner` ("the header",
+/// "weight 'dense/kernel'"); one that is missing is an error.
+inline const nlohmann::json& header_member(const nlohmann::json& object, const char* key, const std::string& file,
+                                           const std::string& owner) {
+  const auto it = object.find(key);
+  if (it == object.end()) bad_weights_file(file, owner + " has no \"" + key + "\".");
+  return *it;
+}
+
+/// A member that must have the JSON type `type` (a string, an array, an object).
+inline const nlohmann::json& header_member(const nlohmann::json& object, const char* key, nlohmann::json::value_t type,
+                                           const std::string& file, const std::string& owner) {
+  const nlohmann::json& value = header_member(object, key, file, owner);
+  if (value.type() != type)
+    bad_weights_file(file, owner + ": \"" + key + "\" must be a JSON " + nlohmann::json(type).type_name() + "; it is " +
+                               shown(value) + ".");
+  return value;
+}
+
+/// A value that must be a non-negative integer written as one (not 0.5, -1 or 1e300).
 inline std::size_t header_count(const nlohmann::json& value, const std::string& file, const std::string& what) {
   if (!value.is_number_unsigned() || value.get<std::uint64_t>() > std::numeric_limits<std::size_t>::max())
-    bad_weights_file(file, what + " must be a non-negative integer; it is " + value.dump() + ".");
+    bad_weights_file(file, what + " must be a non-negative integer; it is " + shown(value) + ".");
   return value.get<std::size_t>();
+}
+
+inline std::size_t header_count(const nlohmann::json& object, const char* key, const std::string& file,
+                                const std::string& owner) {
+  return header_count(header_member(object, key, file, owner), file, owner + ": \"" + key + "\"");
+}
+
+inline const std::string& header_string(const nlohmann::json& object, const char* key, const std::string& file,
+                                        const std::string& owner) {
+  return header_member(object, key, nlohmann::json::value_t::string, file, owner).get_ref<const std::string&>();
 }
 
 }  // namespace detail
@@ -139,14 +170,22 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
     offset += w.bytes.size();
   }
   nlohmann::ordered_json header = {{"format", "mixprec-weights"}, {"version", 1}, {"data_bytes", offset}, {"weights", entries}};
-  if (!training.is_null()) {
-    header["training"] = training;
-    header["training_fnv1a64"] = detail::json_checksum(nlohmann::json::parse(training.dump()));
+  std::string text;
+  try {
+    if (!training.is_null()) {
+      header["training"] = training;
+      header["training_fnv1a64"] = detail::json_checksum(nlohmann::json::parse(training.dump()));
+    }
+    text = header.dump();
+  } catch (const nlohmann::json::type_error& error) {  // 316: a name that is not UTF-8 has no JSON text
+    throw std::invalid_argument("Cannot save weights to '" + detail::quote_for_message(file) +
+                                "': a weight path or a training setting is not valid UTF-8 (" + error.what() + ").");
   }
-  const std::string text = header.dump();
   const std::string partial = file + ".partial";
   std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::invalid_argument("Cannot save weights: cannot open '" + partial + "' for writing.");
+  if (!out)
+    throw std::invalid_argument("Cannot save weights: cannot open '" + detail::quote_for_message(partial) +
+                                "' for writing.");
   const std::uint64_t length = text.size();
   out.write(detail::weights_magic.data(), 8);
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
@@ -156,7 +195,7 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
   std::error_code error;
   if (!out || (std::filesystem::rename(partial, file, error), error)) {
     std::filesystem::remove(partial, error);
-    throw std::invalid_argument("Cannot save weights: writing '" + file + "' failed.");
+    throw std::invalid_argument("Cannot save weights: writing '" + detail::quote_for_message(file) + "' failed.");
   }
 }
 
@@ -187,51 +226,59 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
   try {
     header = nlohmann::json::parse(content.begin() + 16, content.begin() + 16 + static_cast<std::ptrdiff_t>(header_length));
   } catch (const nlohmann::json::exception& error) {
-    detail::bad_weights_file(file, std::string("its JSON header does not parse: ") + error.what());
+    detail::bad_weights_file(file, "its JSON header does not parse: " + detail::quote_for_message(error.what()));
   }
+  detail::check_json_depth(header, "Cannot load weights from '" + detail::quote_for_message(file) + "': its header");
+  if (!header.is_object()) detail::bad_weights_file(file, "its header is not a JSON object.");
   const std::span<const std::byte> data(reinterpret_cast<const std::byte*>(content.data()) + 16 + header_length,
                                         content.size() - 16 - header_length);
+  using value_t = nlohmann::json::value_t;
+  const std::string top = "the header";
+  if (detail::header_member(header, "format", file, top) != "mixprec-weights")
+    detail::bad_weights_file(file, "unknown format " + detail::shown(header["format"]) + " (expected \"mixprec-weights\").");
+  if (const std::size_t version = detail::header_count(header, "version", file, top); version != 1)
+    detail::bad_weights_file(file, "unknown version " + std::to_string(version) + " (this mixprec reads version 1).");
+  const std::size_t data_bytes = detail::header_count(header, "data_bytes", file, top);
+  if (data_bytes != data.size())
+    detail::bad_weights_file(file, "the header announces " + std::to_string(data_bytes) + " bytes of values but " +
+                                       std::to_string(data.size()) + " follow: it is truncated or has trailing bytes.");
   struct entry {
     std::string dtype;
     std::vector<std::size_t> shape;
     std::span<const std::byte> bytes;
   };
   std::map<std::string, entry> entries;
-  try {
-    if (header.at("format") != "mixprec-weights" || header.at("version") != 1)
-      detail::bad_weights_file(file, "unknown format or version " + header.value("format", std::string("?")) + ".");
-    const std::size_t data_bytes = detail::header_count(header.at("data_bytes"), file, "data_bytes");
-    if (data_bytes != data.size())
-      detail::bad_weights_file(file, "the header announces " + std::to_string(data_bytes) + " bytes of values but " +
-                                         std::to_string(data.size()) + " follow: it is truncated or has trailing bytes.");
-    for (const auto& item : header.at("weights")) {
-      const auto path = item.at("path").get<std::string>();
-      entry e{item.at("dtype").get<std::string>(), {}, {}};
-      if (!item.at("shape").is_array()) detail::bad_weights_file(file, "the shape of weight '" + path + "' is not an array.");
-      std::size_t elements = 1;
-      bool overflow = false;
-      for (const auto& extent : item.at("shape")) {
-        e.shape.push_back(detail::header_count(extent, file, "an extent of weight '" + path + "'"));
-        overflow = __builtin_mul_overflow(elements, e.shape.back(), &elements) || overflow;
-      }
-      const std::size_t offset = detail::header_count(item.at("offset"), file, "the offset of weight '" + path + "'");
-      const std::size_t bytes = detail::header_count(item.at("bytes"), file, "the size of weight '" + path + "'");
-      const std::size_t element_size = detail::dtype_size(e.dtype);
-      if (element_size == 0) detail::bad_weights_file(file, "weight '" + path + "' has an unknown dtype '" + e.dtype + "'.");
-      std::size_t expected_bytes = 0;
-      overflow = __builtin_mul_overflow(elements, element_size, &expected_bytes) || overflow;
-      if (overflow || bytes != expected_bytes || offset > data.size() || bytes > data.size() - offset)
-        detail::bad_weights_file(file, "weight '" + path + "' has inconsistent sizes (offset " + std::to_string(offset) +
-                                           ", " + std::to_string(bytes) + " bytes for " + std::to_string(elements) +
-                                           " x " + e.dtype + ").");
-      e.bytes = data.subspan(offset, bytes);
-      if (detail::hex64(detail::fnv1a64(e.bytes)) != item.at("fnv1a64").get<std::string>())
-        detail::bad_weights_file(file, "the values of weight '" + path + "' are corrupted (checksum mismatch).");
-      if (!entries.emplace(path, std::move(e)).second)
-        detail::bad_weights_file(file, "weight '" + path + "' appears twice.");
+  const nlohmann::json& listed = detail::header_member(header, "weights", value_t::array, file, top);
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const nlohmann::json& item = listed[i];
+    if (!item.is_object())
+      detail::bad_weights_file(file, "weights[" + std::to_string(i) + "] must be a JSON object; it is " +
+                                         detail::shown(item) + ".");
+    const std::string& path = detail::header_string(item, "path", file, "weights[" + std::to_string(i) + "]");
+    const std::string owner = "weight '" + detail::quote_for_message(path) + "'";
+    entry e{detail::header_string(item, "dtype", file, owner), {}, {}};
+    std::size_t elements = 1;
+    bool overflow = false;
+    for (const auto& extent : detail::header_member(item, "shape", value_t::array, file, owner)) {
+      e.shape.push_back(detail::header_count(extent, file, owner + ": an extent in \"shape\""));
+      overflow = __builtin_mul_overflow(elements, e.shape.back(), &elements) || overflow;
     }
-  } catch (const nlohmann::json::exception& error) {
-    detail::bad_weights_file(file, std::string("its header is malformed: ") + error.what());
+    const std::size_t offset = detail::header_count(item, "offset", file, owner);
+    const std::size_t bytes = detail::header_count(item, "bytes", file, owner);
+    const std::string& checksum = detail::header_string(item, "fnv1a64", file, owner);
+    const std::size_t element_size = detail::dtype_size(e.dtype);
+    if (element_size == 0)
+      detail::bad_weights_file(file, owner + " has an unknown dtype '" + detail::quote_for_message(e.dtype) + "'.");
+    std::size_t expected_bytes = 0;
+    overflow = __builtin_mul_overflow(elements, element_size, &expected_bytes) || overflow;
+    if (overflow || bytes != expected_bytes || offset > data.size() || bytes > data.size() - offset)
+      detail::bad_weights_file(file, owner + " has inconsistent sizes (offset " + std::to_string(offset) + ", " +
+                                         std::to_string(bytes) + " bytes for " + std::to_string(elements) + " x " +
+                                         e.dtype + ").");
+    e.bytes = data.subspan(offset, bytes);
+    if (detail::hex64(detail::fnv1a64(e.bytes)) != checksum)
+      detail::bad_weights_file(file, "the values of " + owner + " are corrupted (checksum mismatch).");
+    if (!entries.emplace(path, std::move(e)).second) detail::bad_weights_file(file, owner + " appears twice.");
   }
   std::function<void()> finish_training;
   if (header.contains("training") &&
@@ -248,7 +295,7 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
     } catch (const std::invalid_argument& error) {
       detail::bad_weights_file(file, error.what());
     } catch (const nlohmann::json::exception& error) {
-      detail::bad_weights_file(file, std::string("its training state is malformed: ") + error.what());
+      detail::bad_weights_file(file, "its training state is malformed: " + detail::quote_for_message(error.what()));
     }
   } else if (header.contains("training")) {
     // A checkpoint read as weights: its optimizer slots are not the model's.
@@ -265,18 +312,19 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
       continue;
     }
     if (it->second.shape != w.extents)
-      detail::bad_weights_file(file, "weight '" + w.path + "' has shape " + nlohmann::json(it->second.shape).dump() +
-                                         " in the file but " + nlohmann::json(w.extents).dump() + " in the model.");
+      detail::bad_weights_file(file, "weight '" + detail::quote_for_message(w.path) + "' has shape " +
+                                         nlohmann::json(it->second.shape).dump() + " in the file but " +
+                                         nlohmann::json(w.extents).dump() + " in the model.");
     const auto floating = [](std::string_view dtype) {
       return with_dtype_at(*find_dtype(dtype), [](auto type) { return FloatingDType<typename decltype(type)::type>; });
     };
     // Floating values convert to the model's floating dtype; an int8 kernel loads only from int8.
     if (it->second.dtype != w.dtype && !(floating(it->second.dtype) && floating(w.dtype)))
-      detail::bad_weights_file(file, "weight '" + w.path + "' is " + it->second.dtype + " in the file but " +
-                                         std::string(w.dtype) + " in the model.");
+      detail::bad_weights_file(file, "weight '" + detail::quote_for_message(w.path) + "' is " + it->second.dtype +
+                                         " in the file but " + std::string(w.dtype) + " in the model.");
   }
   if (!missing.empty())
-    detail::bad_weights_file(file, "it lacks " + nlohmann::json(missing).dump() + " (a different model?).");
+    detail::bad_weights_file(file, "it lacks " + detail::shown(nlohmann::json(missing)) + " (a different model?).");
   if (entries.size() != weights.size()) {
     std::vector<std::string> unexpected;
     for (const auto& [path, e] : entries) {
@@ -284,7 +332,7 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
       for (const auto& w : weights) known = known || w.path == path;
       if (!known) unexpected.push_back(path);
     }
-    detail::bad_weights_file(file, "it has weights the model does not: " + nlohmann::json(unexpected).dump() + ".");
+    detail::bad_weights_file(file, "it has weights the model does not: " + detail::shown(nlohmann::json(unexpected)) + ".");
   }
   for (const auto& w : weights) {
     const auto& e = entries.at(w.path);

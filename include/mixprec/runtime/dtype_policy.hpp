@@ -24,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/detail/parse_policy_name.hpp>
 #include <mixprec/runtime/detail/policy_table.hpp>
 #include <mixprec/runtime/loss_scale.hpp>
@@ -265,7 +267,7 @@ inline nlohmann::json DTypePolicy::get_config() const {
 namespace detail {
 
 inline std::invalid_argument bad_config(const nlohmann::json& config, std::string_view why) {
-  return std::invalid_argument("Invalid DTypePolicy config " + quote_for_message(config.dump()) + ": " +
+  return std::invalid_argument("Invalid DTypePolicy config " + shown(config) + ": " +
                                std::string(why));
 }
 
@@ -280,6 +282,7 @@ inline std::optional<std::string_view> optional_string(const nlohmann::json& con
 }  // namespace detail
 
 inline DTypePolicy DTypePolicy::from_config(const nlohmann::json& config) {
+  detail::check_json_depth(config, "The DTypePolicy config");
   if (!config.is_object()) throw detail::bad_config(config, "a config is a JSON object.");
   const bool quantized = config.contains("mode");
   for (const auto& [key, value] : config.items()) {

@@ -27,6 +27,8 @@
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/serialization.hpp>
 
@@ -44,11 +46,12 @@ class DTypePolicyMap {
   /// max_key_length, or too large to compile within key_regex_memory), or a bad value throws
   /// std::invalid_argument and leaves the map as it was.
   void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
-  void set(std::string_view key, std::string_view policy) { insert(key, interpret(key, [&] {
-                                                                return dtype_policies::get(policy); }, policy)); }
+  void set(std::string_view key, std::string_view policy) {
+    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::quote_for_message(policy)));
+  }
   void set(std::string_view key, const char* policy) { set(key, std::string_view(policy)); }
   void set(std::string_view key, const nlohmann::json& policy) {
-    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, policy.dump()));
+    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::shown(policy)));
   }
 
   /// The policy for a layer path: exact key, else the one key whose regex matches the whole
@@ -127,8 +130,9 @@ class DTypePolicyMap {
   template <class Json>
     requires nlohmann::detail::is_basic_json<Json>::value
   static DTypePolicyMap from_config(const Json& config) {
+    detail::check_json_depth(config, "The DTypePolicyMap config");
     if (!config.is_object())
-      throw std::invalid_argument("Invalid DTypePolicyMap config " + detail::quote_for_message(config.dump()) +
+      throw std::invalid_argument("Invalid DTypePolicyMap config " + detail::shown(config) +
                                   ": expected an object with 'default_policy' and 'policy_map'.");
     for (const auto& [key, value] : config.items())
       if (key != "default_policy" && key != "policy_map")
@@ -137,9 +141,14 @@ class DTypePolicyMap {
     const auto default_it = config.find("default_policy");
     DTypePolicyMap map;
     if (default_it != config.end() && !default_it->is_null()) {
-      if (default_it->is_object() && default_it->value("class_name", "") == "DTypePolicyMap")
+      if (default_it->is_object() && default_it->contains("class_name") &&
+          (*default_it)["class_name"] == "DTypePolicyMap")
         throw std::invalid_argument("`default_policy` cannot be a `DTypePolicyMap`.");
-      map = DTypePolicyMap(dtype_policies::get(nlohmann::json(*default_it)));
+      try {
+        map = DTypePolicyMap(dtype_policies::get(nlohmann::json(*default_it)));
+      } catch (const std::invalid_argument& error) {
+        throw std::invalid_argument(std::string("Invalid DTypePolicyMap config: bad 'default_policy': ") + error.what());
+      }
     }
     const auto policies_it = config.find("policy_map");
     if (policies_it == config.end() || policies_it->is_null()) return map;
@@ -192,12 +201,12 @@ class DTypePolicyMap {
   }
 
   template <class Get>
-  static DTypePolicy interpret(std::string_view key, Get&& get, std::string_view shown) {
+  static DTypePolicy interpret(std::string_view key, Get&& get, const std::string& shown_value) {
     try {
       return get();
     } catch (const std::invalid_argument& error) {
       throw std::invalid_argument("Cannot interpret the assigned value by `keras.dtype_policies.get`. Received: " +
-                                  detail::quote_for_message(shown) + " for key '" + detail::quote_for_message(key) +
+                                  shown_value + " for key '" + detail::quote_for_message(key) +
                                   "' (" + error.what() + ")");
     }
   }

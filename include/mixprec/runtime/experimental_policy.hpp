@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/global_policy.hpp>
 #include <mixprec/runtime/loss_scale.hpp>
@@ -92,12 +94,14 @@ class Policy {
     return config;
   }
   static Policy from_config(const nlohmann::json& config) {
+    mixprec::detail::check_json_depth(config, "The Policy config");
     if (!config.is_object() || !config.contains("name") || !config["name"].is_string())
       throw std::invalid_argument("Policy.from_config: expected {\"name\": <policy name>, \"loss_scale\": ...}; got " +
-                                  detail::shown(config) + ".");
+                                  mixprec::detail::shown(config) + ".");
     for (const auto& [key, value] : config.items())
       if (key != "name" && key != "loss_scale")
-        throw std::invalid_argument("Policy.from_config: unknown key '" + key + "'. Accepted: name, loss_scale.");
+        throw std::invalid_argument("Policy.from_config: unknown key '" + mixprec::detail::quote_for_message(key) +
+                                    "'. Accepted: name, loss_scale.");
     const std::string name = config["name"].get<std::string>();
     if (!config.contains("loss_scale")) return Policy(name);
     const std::optional<LossScale> scale = get(config["loss_scale"]);

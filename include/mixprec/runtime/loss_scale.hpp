@@ -28,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/detail/number_text.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::mixed_precision::experimental {
 
@@ -38,10 +40,6 @@ inline std::string python_float(double value) {
   std::string text = mixprec::detail::number_text(value);
   if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;
-}
-
-inline std::string shown(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace detail
@@ -189,10 +187,11 @@ inline nlohmann::ordered_json serialize(const LossScale& scale) {
 /// identifier: <x>".
 inline std::optional<LossScale> get(const nlohmann::json& identifier) {
   const auto bad = [&] {
-    return std::invalid_argument("Could not interpret loss scale identifier: " + detail::shown(identifier) +
+    return std::invalid_argument("Could not interpret loss scale identifier: " + mixprec::detail::shown(identifier) +
                                  ". Accepted: a number (FixedLossScale), \"dynamic\" (DynamicLossScale), null (no loss "
                                  "scaling), or {\"class_name\": \"FixedLossScale\" | \"DynamicLossScale\", \"config\": {...}}.");
   };
+  mixprec::detail::check_json_depth(identifier, "The loss scale identifier");
   if (identifier.is_null()) return std::nullopt;
   if (identifier.is_number() && !identifier.is_boolean()) return FixedLossScale(identifier.get<double>());
   if (identifier.is_string()) {
@@ -207,7 +206,7 @@ inline std::optional<LossScale> get(const nlohmann::json& identifier) {
     const auto it = config.find(key);
     if (it == config.end()) return fallback;
     if (!it->is_number() || it->is_boolean())
-      throw std::invalid_argument(class_name + ": '" + key + "' must be a number. Received: " + detail::shown(*it));
+      throw std::invalid_argument(class_name + ": '" + key + "' must be a number. Received: " + mixprec::detail::shown(*it));
     return it->get<double>();
   };
   const auto known = [&](std::initializer_list<const char*> keys) {
@@ -215,7 +214,8 @@ inline std::optional<LossScale> get(const nlohmann::json& identifier) {
       bool found = false;
       for (const char* k : keys) found = found || key == k;
       if (!found)
-        throw std::invalid_argument(class_name + ": unknown config key '" + key + "'. Accepted: " +
+        throw std::invalid_argument(class_name + ": unknown config key '" + mixprec::detail::quote_for_message(key) +
+                                    "'. Accepted: " +
                                     (keys.size() == 1 ? "loss_scale_value."
                                                       : "initial_loss_scale, increment_period, multiplier, minimum_scale."));
     }
@@ -231,7 +231,7 @@ inline std::optional<LossScale> get(const nlohmann::json& identifier) {
     const double period = number("increment_period", 2000.0);
     if (period != std::floor(period) || !(period >= 1.0 && period <= 9.0e18))
       throw std::invalid_argument("DynamicLossScale: 'increment_period' must be an integer >= 1. Received: " +
-                                  detail::shown(config["increment_period"]));
+                                  mixprec::detail::shown(config["increment_period"]));
     return DynamicLossScale(number("initial_loss_scale", 32768.0), static_cast<std::int64_t>(period),
                             number("multiplier", 2.0), number("minimum_scale", 1.0));
   }

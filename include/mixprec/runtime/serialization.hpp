@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 #include <mixprec/runtime/global_policy.hpp>
 
@@ -32,11 +34,14 @@ inline DTypePolicy get(const DTypePolicy& policy) { return policy; }
 DTypePolicy get(const nlohmann::json& identifier);
 
 inline DTypePolicy deserialize(const nlohmann::json& config) {
+  detail::check_json_depth(config, "The serialized dtype policy");
   if (config.is_string()) return get(config.get_ref<const std::string&>());  // tf.keras 2.x bare name
-  if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string())
-    throw std::invalid_argument("Could not deserialize a dtype policy from " +
-                                detail::quote_for_message(config.dump()) +
+  if (!config.is_object() || !config.contains("class_name"))
+    throw std::invalid_argument("Could not deserialize a dtype policy from " + detail::shown(config) +
                                 ": expected a policy name or an object with 'class_name' and 'config'.");
+  if (!config["class_name"].is_string())
+    throw std::invalid_argument("Could not deserialize a dtype policy from " + detail::shown(config) +
+                                ": its 'class_name' must be a string.");
   const auto& class_name = config["class_name"].get_ref<const std::string&>();
   const auto inner = config.find("config");
   if (inner == config.end() || !inner->is_object())
@@ -56,7 +61,7 @@ inline DTypePolicy deserialize(const nlohmann::json& config) {
     const std::string_view expected = known == "FloatDTypePolicy" ? "DTypePolicy" : known;
     if (policy.class_name() != expected)
       throw std::invalid_argument("Could not deserialize a " + class_name + " from the config " +
-                                  detail::quote_for_message(inner->dump()) + ", which describes a " +
+                                  detail::shown(*inner) + ", which describes a " +
                                   std::string(policy.class_name()) + ".");
     return policy;
   }
@@ -75,7 +80,7 @@ inline DTypePolicy get(const nlohmann::json& identifier) {
   if (identifier.is_object()) return deserialize(identifier);
   throw std::invalid_argument(
       "Cannot interpret `dtype` argument. Expected a string or an instance of DTypePolicy. Received: dtype=" +
-      detail::quote_for_message(identifier.dump()));
+      detail::shown(identifier));
 }
 
 }  // namespace mixprec::dtype_policies
@@ -91,6 +96,7 @@ void to_json(Json& j, const DTypePolicy& policy) {
 template <class Json>
   requires nlohmann::detail::is_basic_json<Json>::value
 void from_json(const Json& j, DTypePolicy& policy) {
+  detail::check_json_depth(j, "The dtype policy JSON");  // before the copy, which recurses
   policy = dtype_policies::get(nlohmann::json(j));
 }
 }  // namespace mixprec

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <mixprec/models/logs.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/training/callback.hpp>
 
 namespace mixprec::callbacks {
@@ -64,12 +65,12 @@ inline bool maximized(const std::string& monitor, const std::string& mode, const
   if (mode == "min") return false;
   if (mode == "max") return true;
   if (mode != "auto")
-    throw std::invalid_argument(std::string(owner) + " mode " + mode + " is unknown; accepted: \"auto\", \"min\", \"max\".");
+    throw std::invalid_argument(std::string(owner) + " mode " + mixprec::detail::quote_for_message(mode) + " is unknown; accepted: \"auto\", \"min\", \"max\".");
   const std::string name = monitor.starts_with("val_") ? monitor.substr(4) : monitor;
   if (name == "loss" || name == "mse" || name == "mae" || name == "mean_squared_error" || name == "mean_absolute_error")
     return false;
   if (name.find("accuracy") != std::string::npos || name == "acc") return true;
-  throw std::invalid_argument(std::string(owner) + " callback received monitor=" + monitor +
+  throw std::invalid_argument(std::string(owner) + " callback received monitor=" + mixprec::detail::quote_for_message(monitor) +
                               " but mixprec isn't able to automatically determine whether that metric should be "
                               "maximized or minimized. Pass `mode='max'` in order to do early stopping based on the "
                               "highest metric value, or pass `mode='min'` in order to use the lowest value.");
@@ -84,7 +85,7 @@ inline std::ofstream open_log(const std::string& filename, bool append, bool& wr
     if (existing && std::getline(existing, first) && !first.empty()) write_header = false;
   }
   std::ofstream file(filename, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
-  if (!file) throw std::invalid_argument("CSVLogger: cannot open '" + filename + "' for writing.");
+  if (!file) throw std::invalid_argument("CSVLogger: cannot open '" + mixprec::detail::quote_for_message(filename) + "' for writing.");
   return file;
 }
 
@@ -272,17 +273,17 @@ inline std::string checkpoint_path(const std::string& pattern, int epoch, const 
     char buffer[64];
     if (name == "epoch") {
       const bool valid = spec.empty() || (spec.back() == 'd' && spec.find_first_not_of("0123456789d") == std::string::npos);
-      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + field + "}': the epoch takes {epoch} or {epoch:02d}.");
+      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) + "}': the epoch takes {epoch} or {epoch:02d}.");
       std::snprintf(buffer, sizeof(buffer), ("%" + (spec.empty() ? std::string("d") : spec)).c_str(), epoch + 1);
       text = buffer;
     } else {
       const auto it = logs.find(name);
       if (it == logs.end())
-        throw std::invalid_argument("ModelCheckpoint: the path '" + pattern + "' names '" + name +
+        throw std::invalid_argument("ModelCheckpoint: the path '" + mixprec::detail::quote_for_message(pattern) + "' names '" + mixprec::detail::quote_for_message(name) +
                                     "', which the epoch's logs do not hold.");
       const bool valid = spec.empty() || (spec.size() >= 3 && spec[0] == '.' && (spec.back() == 'f' || spec.back() == 'e') &&
                                           spec.find_first_not_of("0123456789", 1) == spec.size() - 1);
-      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + field + "}': a log value takes {key} or {key:.4f}.");
+      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) + "}': a log value takes {key} or {key:.4f}.");
       if (spec.empty()) {
         text = python_float(it->second);
       } else {
@@ -308,7 +309,7 @@ class ModelCheckpoint : public Callback {
                            bool save_best_only = false, std::string mode = "auto")
       : filepath_(std::move(filepath)), monitor_(std::move(monitor)), verbose_(verbose), save_best_only_(save_best_only) {
     if (mode != "auto" && mode != "min" && mode != "max")
-      throw std::invalid_argument("ModelCheckpoint mode " + mode + " is unknown; accepted: \"auto\", \"min\", \"max\".");
+      throw std::invalid_argument("ModelCheckpoint mode " + mixprec::detail::quote_for_message(mode) + " is unknown; accepted: \"auto\", \"min\", \"max\".");
     maximize_ = mode == "max" || (mode == "auto" && monitor_.find("acc") != std::string::npos);
     best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   }

@@ -32,6 +32,7 @@
 
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/training/loss_scale_optimizer.hpp>
 #include <mixprec/training/model_training.hpp>
 #include <mixprec/training/optimizers.hpp>
@@ -69,15 +70,25 @@ void load_checkpoint(Model& model, const std::string& file) {
   std::vector<std::string> layer_states;
   load_weights(model.weights(), file, [&](const nlohmann::json& training) {
     detail::config_reader section(training, "the checkpoint's training state");
-    const std::string saved_class = section.raw("optimizer").at("class_name").get<std::string>();
+    const auto strings = [&](const char* key) {
+      const nlohmann::json& value = section.raw(key);
+      const auto is_string = [](const nlohmann::json& item) { return item.is_string(); };
+      if (!value.is_array() || !std::all_of(value.begin(), value.end(), is_string))
+        section.fail("`" + std::string(key) + "` must be a list of strings. Received: " + detail::shown(value));
+      return value.get<std::vector<std::string>>();
+    };
+    const nlohmann::json& saved_optimizer = section.raw("optimizer");
+    if (!saved_optimizer.is_object() || !saved_optimizer.contains("class_name") || !saved_optimizer["class_name"].is_string())
+      section.fail("`optimizer` must be an object with a string `class_name`. Received: " + detail::shown(saved_optimizer));
+    const std::string& saved_class = saved_optimizer["class_name"].get_ref<const std::string&>();
     if (saved_class != optimizer.class_name())
-      throw std::invalid_argument("it was saved with the optimizer " + saved_class + ", but the model is compiled with " +
-                                  std::string(optimizer.class_name()) + ".");
-    const auto slot_names = section.raw("slot_names").get<std::vector<std::string>>();
+      throw std::invalid_argument("it was saved with the optimizer " + detail::quote_for_message(saved_class) +
+                                  ", but the model is compiled with " + std::string(optimizer.class_name()) + ".");
+    const auto slot_names = strings("slot_names");
     const auto expected_slots = optimizer.slot_names();
     if (!std::equal(slot_names.begin(), slot_names.end(), expected_slots.begin(), expected_slots.end()))
-      throw std::invalid_argument("its " + saved_class + " keeps the slots " + nlohmann::json(slot_names).dump() +
-                                  ", the model's " + nlohmann::json(expected_slots).dump() +
+      throw std::invalid_argument("its " + saved_class + " keeps the slots " + detail::shown(nlohmann::json(slot_names)) +
+                                  ", the model's " + detail::shown(nlohmann::json(expected_slots)) +
                                   " (another momentum or amsgrad setting?).");
     const nlohmann::json& loss_scale = section.raw("loss_scale");
     const nlohmann::json& settings = section.raw("loss_scale_settings");
@@ -87,13 +98,13 @@ void load_checkpoint(Model& model, const std::string& file) {
                                       ? "it was saved without loss scaling, but the model's optimizer is a LossScaleOptimizer."
                                       : "it was saved with a LossScaleOptimizer, but the model's optimizer has none.");
     if (scaled && settings != nlohmann::json(scaled->loss_scale().get_config()))
-      throw std::invalid_argument("its loss scale was " + settings.dump() + ", the model's is " +
-                                  nlohmann::json(scaled->loss_scale().get_config()).dump() + ".");
+      throw std::invalid_argument("its loss scale was " + detail::shown(settings) + ", the model's is " +
+                                  detail::shown(nlohmann::json(scaled->loss_scale().get_config())) + ".");
     const std::vector<weight_handle> trained = model.trainable_weights();
     const bool built = section.boolean("slots", false);
     optimizer.prepare_restore(trained, built, section.integer("iterations"));
     if (scaled) scaled->restore_state(loss_scale);
-    layer_states = section.raw("layer_states").get<std::vector<std::string>>();
+    layer_states = strings("layer_states");
     section.finish();
     model.check_layer_states(layer_states);
     return training_state{optimizer.slot_handles(trained), [&] {

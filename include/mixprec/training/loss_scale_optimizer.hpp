@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,8 @@
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/loss_scale.hpp>
 #include <mixprec/training/optimizers.hpp>
 
@@ -169,6 +172,8 @@ class LossScaleOptimizer {
   void restore_state(const nlohmann::json& state) {
     mixprec::detail::config_reader c(state, "LossScaleOptimizer state");
     const double scale = c.number("scale");
+    if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))  // before the cast to float, UB beyond
+      c.fail("`scale` must be a positive float32 number. Received: " + mixprec::detail::number_text(scale));
     const std::int64_t good = c.integer("good_steps"), attempted = c.integer("attempted_steps"),
                        skips = c.integer("consecutive_skipped_steps"),
                        skips_at_minimum = c.integer("consecutive_skipped_steps_at_minimum");
@@ -200,6 +205,7 @@ class LossScaleOptimizer {
     return config;
   }
   static LossScaleOptimizer from_config(const nlohmann::json& config) {
+    mixprec::detail::check_json_depth(config, "The LossScaleOptimizer config");
     mixprec::detail::config_reader c(config, "LossScaleOptimizer");
     if (c.has("name")) c.raw("name");  // a label only
     if (!c.has("inner_optimizer"))

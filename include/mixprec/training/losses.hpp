@@ -37,6 +37,7 @@
 
 #include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::losses {
 
@@ -300,7 +301,7 @@ inline Loss get(std::string_view name) {
   if (name == "categorical_crossentropy" || name == "CategoricalCrossentropy") return CategoricalCrossentropy();
   if (name == "sparse_categorical_crossentropy" || name == "SparseCategoricalCrossentropy")
     return SparseCategoricalCrossentropy();
-  throw std::invalid_argument("Could not interpret loss identifier: " + std::string(name) +
+  throw std::invalid_argument("Could not interpret loss identifier: " + mixprec::detail::quote_for_message(name) +
                               ". Accepted: mse, mae, mean_squared_error, mean_absolute_error, binary_crossentropy, "
                               "categorical_crossentropy, sparse_categorical_crossentropy (or their class names).");
 }

@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <variant>
 
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/training/losses.hpp>
 
 namespace mixprec::metrics {
@@ -136,7 +137,7 @@ inline Metric get(std::string_view identifier, const losses::Loss& loss) {
   if (identifier == "sparse_categorical_accuracy") return Metric(name, metric_kind::sparse_categorical_accuracy, false);
   if (identifier == "mse" || identifier == "mean_squared_error") return Metric(name, metric_kind::mean_squared_error, false);
   if (identifier == "mae" || identifier == "mean_absolute_error") return Metric(name, metric_kind::mean_absolute_error, false);
-  throw std::invalid_argument("Could not interpret metric identifier: " + name +
+  throw std::invalid_argument("Could not interpret metric identifier: " + mixprec::detail::quote_for_message(name) +
                               ". Accepted: accuracy, acc, binary_accuracy, categorical_accuracy, "
                               "sparse_categorical_accuracy, mse, mean_squared_error, mae, mean_absolute_error.");
 }

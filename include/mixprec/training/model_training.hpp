@@ -153,7 +153,7 @@ void check_finite_inputs(std::span<const T> x) {
 }
 
 inline compiled_model& compiled_of(compiled_slot& slot) {
-  if (!slot.state) throw std::invalid_argument("You must call `compile()` before using the model.");
+  if (!slot.state) throw std::logic_error("You must call `compile()` before using the model.");
   return static_cast<compiled_model&>(*slot.state);
 }
 
@@ -279,7 +279,7 @@ struct training_entry<Model, void> {
     model.compiled_.state = std::move(state);
   }
 
-  /// What compile() left in the model (std::invalid_argument before compile()).
+  /// What compile() left in the model (std::logic_error before compile()).
   static compiled_model& compiled(Model& model) { return compiled_of(model.compiled_); }
   static optimizers::Optimizer& optimizer(Model& model) { return optimizer_of(compiled(model)); }
   static optimizers::LossScaleOptimizer* loss_scale_optimizer(Model& model) {
@@ -347,7 +347,7 @@ struct training_entry<Model, void> {
         for (std::size_t i = 0; i < extents.size(); ++i) t += (i ? ", " : "") + std::to_string(extents[i]);
         return t + (extents.size() == 1 ? ",)" : ")");
       };
-      throw std::invalid_argument("RuntimeModel '" + model.name() + "': labels of shape " + text(y.extents()) + " (" +
+      throw std::invalid_argument("RuntimeModel '" + mixprec::detail::quote_for_message(model.name()) + "': labels of shape " + text(y.extents()) + " (" +
                                   std::string(y.dtype()) + ") do not fit the output " +
                                   text(with_batch(x.batch(), model.output_shape())) +
                                   (y.floating() ? ": floating targets need the output's shape."

@@ -41,6 +41,8 @@
 #include <mixprec/layers/variable.hpp>
 #include <mixprec/models/weights_io.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/training/schedules.hpp>
 
 namespace mixprec::optimizers {
@@ -408,6 +410,7 @@ struct AdamW : Optimizer {
 
 inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
   using mixprec::detail::shown;
+  mixprec::detail::check_json_depth(serialized, "The optimizer config");
   if (serialized.is_string()) {
     const auto name = serialized.get<std::string>();
     if (name == "sgd" || name == "SGD") return SGD();
@@ -421,7 +424,7 @@ inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
     throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized) +
                                 ". Expected {\"class_name\": ..., \"config\": {...}} or a name.");
   const std::string class_name = serialized["class_name"].get<std::string>();
-  mixprec::detail::config_reader c(serialized["config"], class_name);
+  mixprec::detail::config_reader c(serialized["config"], mixprec::detail::quote_for_message(class_name));
   if (c.has("name")) c.raw("name");  // a label only
   auto learning_rate = [&](double fallback) {
     return c.has("learning_rate") ? schedules::LearningRate::from_config(c.raw("learning_rate"))

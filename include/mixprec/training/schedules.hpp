@@ -24,6 +24,8 @@
 
 #include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/runtime/detail/config_reader.hpp>
+#include <mixprec/runtime/detail/json_depth.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::schedules {
 
@@ -149,11 +151,12 @@ class LearningRate {
 
   static LearningRate from_config(const nlohmann::json& config) {
     using mixprec::detail::shown;
+    mixprec::detail::check_json_depth(config, "The learning rate config");
     if (config.is_number()) return LearningRate(config.get<double>());
     if (!config.is_object() || !config.contains("class_name") || !config.contains("config"))
       throw std::invalid_argument("learning_rate: expected a number or a serialized schedule. Received: " + shown(config));
     const std::string class_name = config["class_name"].is_string() ? config["class_name"].get<std::string>() : "";
-    mixprec::detail::config_reader c(config["config"], class_name);
+    mixprec::detail::config_reader c(config["config"], mixprec::detail::quote_for_message(class_name));
     if (c.has("name")) c.raw("name");  // a label only
     if (class_name == "ExponentialDecay") {
       ExponentialDecay schedule(c.number("initial_learning_rate"), c.integer("decay_steps"), c.number("decay_rate"),

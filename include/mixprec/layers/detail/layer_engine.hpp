@@ -24,6 +24,7 @@
 #include <mixprec/layers/quantization.hpp>
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/layers/variable.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::detail {
 
@@ -350,7 +351,7 @@ void checked_state(const Layer& layer, const std::string& name, std::string_view
   try {
     layer.check_state_text(text);
   } catch (const std::invalid_argument& error) {
-    throw std::invalid_argument("layer '" + name + "': " + error.what() + ".");
+    throw std::invalid_argument("layer '" + quote_for_message(name) + "': " + error.what() + ".");
   }
 }
 

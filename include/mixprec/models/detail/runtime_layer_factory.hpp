@@ -14,6 +14,7 @@
 
 #include <mixprec/kernels/config.hpp>
 #include <mixprec/models/runtime_layers.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/dtype_policy.hpp>
 
 namespace mixprec::detail {
@@ -24,7 +25,8 @@ struct layer_site {
   std::string name;
   std::string class_name;
   std::invalid_argument error(const std::string& what) const {
-    return std::invalid_argument("layer " + std::to_string(position) + " ('" + name + "', " + class_name + "): " + what);
+    return std::invalid_argument("layer " + std::to_string(position) + " ('" + quote_for_message(name) + "', " +
+                                 quote_for_message(class_name) + "): " + what);
   }
 };
 

@@ -17,12 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mixprec::detail {
+#include <mixprec/runtime/detail/message_text.hpp>
 
-/// A JSON value for an error message; invalid UTF-8 is shown replaced rather than thrown on.
-inline std::string shown(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+namespace mixprec::detail {
 
 class config_reader {
  public:
@@ -33,7 +30,8 @@ class config_reader {
   bool has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
   const nlohmann::json& raw(const char* key) {
     read_.insert(key);
-    return config_.at(key);
+    if (!config_.contains(key)) fail(std::string("`") + key + "` is missing.");
+    return config_[key];
   }
   /// Marks a key as handled elsewhere (a layer's name and dtype, read by the model).
   void skip(const char* key) { read_.insert(key); }

@@ -8,16 +8,10 @@
 #include <string>
 #include <string_view>
 
+#include <mixprec/runtime/detail/message_text.hpp>
 #include <mixprec/runtime/detail/policy_table.hpp>
 
 namespace mixprec::detail {
-
-/// Echoes user input in a message, cut short if it is very long.
-inline std::string quote_for_message(std::string_view text) {
-  constexpr std::size_t limit = 120;
-  if (text.size() <= limit) return std::string(text);
-  return std::string(text.substr(0, limit)) + "...(" + std::to_string(text.size()) + " characters)";
-}
 
 inline std::invalid_argument cannot_convert(std::string_view name, std::string_view hint = {}) {
   std::string message = "Cannot convert '" + quote_for_message(name) +
