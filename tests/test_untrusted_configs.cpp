@@ -283,7 +283,9 @@ TEST_CASE("wrong JSON types in a model config: std::invalid_argument naming the 
       {layers({input, layer("Dropout", {{"rate", 0.5}, {"seed", -1}})}), "layer 1 ('dropout', Dropout): `seed` must be a non-negative integer or null. Received: -1"},
       {layers({input, layer("Dropout", {{"rate", 0.5}, {"seed", 1e19}})}), "`seed` must be a non-negative integer or null. Received: 1e+19"},
   };
-  for (const auto& [config, expected] : cases) {
+  for (const auto& item : cases) {
+    const json& config = item.first;
+    const std::string& expected = item.second;
     CAPTURE(config.dump());
     const std::string message = error_of([&] { RuntimeModel::from_config(config); });
     CAPTURE(message);
