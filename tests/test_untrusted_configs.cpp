@@ -118,6 +118,9 @@ TEST_CASE("extents that wrap are rejected at build, naming the layer (checked ar
           RuntimeModel::from_config(sequential({nullptr, 1, 1, 1}, {layer("Conv2D", {{"filters", 1}, {"kernel_size", {two_to(32), two_to(32)}},
                                                                                    {"padding", "same"}})}));
         }).starts_with("layer 1 ('conv2d', Conv2D): the im2col columns of one sample has more than 2^64 elements"));
+  // An extent 0 given to the constructor (from_config rejects it as a config error).
+  CHECK(error_of([] { RuntimeModel({4, 0}, {layer_configs::flatten()}); }) ==
+        "RuntimeModel 'sequential': the input shape (batch, 4, 0) has an extent 0.");
   // AnyTensor's own extents too.
   CHECK_THROWS_WITH_AS(AnyTensor({two_to(32), two_to(32)}, std::vector<float>{}),
                        "AnyTensor has more than 2^64 elements (4294967296 x 4294967296 overflows).", std::invalid_argument);
@@ -280,7 +283,9 @@ TEST_CASE("wrong JSON types in a model config: std::invalid_argument naming the 
       {layers({input, layer("Dropout", {{"rate", 0.5}, {"seed", -1}})}), "layer 1 ('dropout', Dropout): `seed` must be a non-negative integer or null. Received: -1"},
       {layers({input, layer("Dropout", {{"rate", 0.5}, {"seed", 1e19}})}), "`seed` must be a non-negative integer or null. Received: 1e+19"},
   };
-  for (const auto& [config, expected] : cases) {
+  for (const auto& item : cases) {
+    const json& config = item.first;
+    const std::string& expected = item.second;
     CAPTURE(config.dump());
     const std::string message = error_of([&] { RuntimeModel::from_config(config); });
     CAPTURE(message);
