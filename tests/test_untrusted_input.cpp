@@ -134,17 +134,19 @@ TEST_CASE("bytes that are not UTF-8 are shown escaped in every message that echo
   escaped([] { DTypePolicyMap().set("k", json("mixed_float16\xff")); },
           "Received: \"mixed_float16\\xff\" for key 'k' (Cannot convert 'mixed_float16\\xff'");
   escaped([] { DTypePolicyMap().set("k\xfe", "mixed_float16\xff"); }, "Received: mixed_float16\\xff for key 'k\\xfe'");
+  // A key that is not UTF-8 is no RE2 regex (keys are UTF-8); a control byte is, and is escaped.
+  escaped([] { DTypePolicyMap().set("k\xff", "float32"); }, "key 'k\\xff' is not a valid regular expression");
   escaped([] {
     DTypePolicyMap map;
-    map.set("k\xff", "float32");
-    map.set("k\xff", "float32");
-  }, "k\\xff already exist");
+    map.set("k\x01", "float32");
+    map.set("k\x01", "float32");
+  }, "k\\x01 already exist");
   escaped([] {
     DTypePolicyMap map;
     map.set("a.*", "float32");
     map.set(".*", "float32");
-    (void)map.get("a\xff");
-  }, "Path 'a\\xff' matches multiple");
+    (void)map.get("a\x01");
+  }, "Path 'a\\x01' matches multiple");
   escaped([] { DTypePolicyMap::from_config(json{{"policy_map", {{"k\xff", "float32\xfe"}}}}); }, "for key 'k\\xff'");
   escaped([] { DTypePolicyMap::from_config(json{{"extra\xff", 1}}); }, "unexpected key 'extra\\xff'");
   try {
