@@ -234,7 +234,7 @@ class RuntimeModel {
   /// {"accuracy"}). The loss may also be a Keras name ("mse").
   template <class Optimizer, class Loss>
   void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}, CompileOptions options = {}) {
-    detail::training_entry<RuntimeModel, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
+    detail::training_entry<RuntimeModel, detail::dependent_void<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
                                                                  std::move(metrics), options);
   }
   /// The compiled optimizer that updates the weights (a LossScaleOptimizer's inner one).
@@ -251,7 +251,7 @@ class RuntimeModel {
   /// int32 / int64 class ids (one per row) for a sparse loss, else floats shaped like the output.
   template <class X = AnyTensor>
   Logs train_on_batch(const X& x, const AnyTensor& y) {
-    return detail::training_entry<RuntimeModel, std::void_t<X>>::train_on_batch(*this, as_any(x), y);
+    return detail::training_entry<RuntimeModel, detail::dependent_void<X>>::train_on_batch(*this, as_any(x), y);
   }
   /// A training step's loss and gradients, nothing applied (a GradientTape): gradients[i] is
   /// d loss / d trainable_weights()[i], in its variable dtype and shape. The forward pass runs in
@@ -259,12 +259,12 @@ class RuntimeModel {
   /// generator changes: two calls give the same result.
   template <class X = AnyTensor>
   Gradients compute_gradients(const X& x, const AnyTensor& y) {
-    return detail::training_entry<RuntimeModel, std::void_t<X>>::compute_gradients(*this, as_any(x), y);
+    return detail::training_entry<RuntimeModel, detail::dependent_void<X>>::compute_gradients(*this, as_any(x), y);
   }
   /// The loss and metrics of a batch in inference mode; nothing changes.
   template <class X = AnyTensor>
   Logs test_on_batch(const X& x, const AnyTensor& y) {
-    return detail::training_entry<RuntimeModel, std::void_t<X>>::test_on_batch(*this, as_any(x), y);
+    return detail::training_entry<RuntimeModel, detail::dependent_void<X>>::test_on_batch(*this, as_any(x), y);
   }
 
   /// Keras' fit: epochs of (shuffled) batches of train_on_batch, validation, callbacks; returns

@@ -295,7 +295,7 @@ class Sequential {
   /// {"accuracy"}). The loss may also be a Keras name ("mse").
   template <class Optimizer, class Loss>
   void compile(Optimizer optimizer, Loss loss, std::vector<std::string> metrics = {}, CompileOptions options = {}) {
-    detail::training_entry<Sequential, std::void_t<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
+    detail::training_entry<Sequential, detail::dependent_void<Optimizer>>::compile(*this, std::move(optimizer), std::move(loss),
                                                                  std::move(metrics), options);
   }
   /// The compiled optimizer that updates the weights (a LossScaleOptimizer's inner one).
@@ -313,7 +313,7 @@ class Sequential {
   template <class T, std::size_t... E, class L, std::size_t... F>
   Logs train_on_batch(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
     check_labels<L, F...>();
-    return detail::training_entry<Sequential, std::void_t<T>>::train_on_batch(*this, x, y);
+    return detail::training_entry<Sequential, detail::dependent_void<T>>::train_on_batch(*this, x, y);
   }
   /// A training step's loss and gradients, nothing applied (a GradientTape): gradients[i] is
   /// d loss / d trainable_weights()[i], in its variable dtype and shape. The forward pass runs in
@@ -322,13 +322,13 @@ class Sequential {
   template <class T, std::size_t... E, class L, std::size_t... F>
   Gradients compute_gradients(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
     check_labels<L, F...>();
-    return detail::training_entry<Sequential, std::void_t<T>>::compute_gradients(*this, x, y);
+    return detail::training_entry<Sequential, detail::dependent_void<T>>::compute_gradients(*this, x, y);
   }
   /// The loss and metrics of a batch in inference mode; nothing changes.
   template <class T, std::size_t... E, class L, std::size_t... F>
   Logs test_on_batch(const Tensor<T, E...>& x, const Tensor<L, F...>& y) {
     check_labels<L, F...>();
-    return detail::training_entry<Sequential, std::void_t<T>>::test_on_batch(*this, x, y);
+    return detail::training_entry<Sequential, detail::dependent_void<T>>::test_on_batch(*this, x, y);
   }
 
   /// Keras' fit: epochs of (shuffled) batches of train_on_batch, validation, callbacks; returns

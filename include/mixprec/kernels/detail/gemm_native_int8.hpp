@@ -24,6 +24,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define MIXPREC_KERNELS_HAVE_NATIVE_INT8 1
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define MIXPREC_KERNELS_AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -40,9 +41,13 @@ inline bool cpu_supports_avx512_vnni() {
 }
 
 /// The CPU has AVX2 and AVX-VNNI (the caller's AVX2 target checks the OS's YMM support).
+/// AVX-VNNI is read from CPUID (leaf 7, sub-leaf 1, EAX bit 4): clang 14's
+/// __builtin_cpu_supports does not know "avxvnni".
 inline bool cpu_supports_avx_vnni() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 &&
+         (eax & (1u << 4)) != 0;
 }
 
 namespace avx512 {

@@ -56,9 +56,13 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
                        std::string(quantization_mode_name(mode)) + "), which " + std::string(Kind::keras_class) +
                        " layers do not support; give it a float policy (int8 is supported by Dense).");
     } else if constexpr (runtime_layer_policy<P> || runtime_quantized_policy<P>) {
-      if constexpr (mode != quantization_mode::none) {
-        settings.quantization = mode;
-        settings.amax_history_length = policy.amax_history_length().value_or(default_amax_history_length);
+      // Tested on Kind first: clang checks a branch that depends on P alone against every kind's
+      // settings, and only the kinds with a quantized form have these members.
+      if constexpr (requires { Kind::quantizable_modes; }) {
+        if constexpr (mode != quantization_mode::none) {
+          settings.quantization = mode;
+          settings.amax_history_length = policy.amax_history_length().value_or(default_amax_history_length);
+        }
       }
       return std::make_unique<runtime_layer_of<Kind, typename P::compute_dtype, typename P::variable_dtype>>(
           site.name, policy, std::move(settings), trainable);

@@ -47,6 +47,17 @@ class compiled_slot {
   std::unique_ptr<compiled_state> state;
 };
 
+/// void, spelled so that it depends on T: the models' member templates name
+/// training_entry<Model, dependent_void<T>>, which is then looked up only when they are called.
+/// (std::void_t<T> is an alias of void itself, which clang resolves when it reads the header:
+/// the primary template's static_assert would fire for every program without the training floor.)
+template <class T>
+struct void_of {
+  using type = void;
+};
+template <class T>
+using dependent_void = typename void_of<T>::type;
+
 template <class Model, class = void>
 struct training_entry {
   static_assert(sizeof(Model) == 0,
