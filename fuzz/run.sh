@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of a fuzz-preset build for a fixed time, two at a time (one per core):
-#   fuzz/run.sh build/fuzz [seconds per target] [target ...]
+#   fuzz/run.sh build/sanitize [seconds per target] [target ...]
 # Seeds: fuzz_seed_corpora writes <build>/corpus/<target>/ first (the inputs libFuzzer finds
 # interesting are added there). A crash, leak, hang (-timeout), memory blow-up or undocumented
 # exception stops that target, leaves the reproducer in <build>/findings/<target>/ and makes the
@@ -33,7 +33,7 @@ run_target() {
 status=0
 declare -A pids
 for target in "${targets[@]}"; do
-  [[ -x "$build/fuzz/fuzz_$target" ]] || { echo "fuzz: no $build/fuzz/fuzz_$target (build the fuzz preset)" >&2; exit 2; }
+  [[ -x "$build/fuzz/fuzz_$target" ]] || { echo "fuzz: no $build/fuzz/fuzz_$target (build the sanitize preset)" >&2; exit 2; }
   # Two at a time: wait for one of the running targets before starting a third.
   while [[ $(jobs -rp | wc -l) -ge 2 ]]; do wait -n || true; done
   echo "fuzz: $target for ${seconds}s"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mixprec needs, only those that are missing (idempotent).
-# Works as root or through sudo. Usage: scripts/install-deps.sh [--bench | --with-torch | --plot | --fuzz]
+# Works as root or through sudo. Usage: scripts/install-deps.sh [--bench | --with-torch | --plot | --clang]
 #   --bench       also OpenBLAS (libopenblas0-pthread), so that PyTorch's float32 baselines in the
 #                 benchmarks run on it rather than on Debian's reference BLAS (~30x slower)
 #   --with-torch  that and PyTorch (python3-torch) itself
 #   --plot        also matplotlib (python3-matplotlib), for scripts/plot_history.py
-#   --fuzz        also clang and its runtimes (libFuzzer, ASan, UBSan), for the fuzz preset
+#   --clang       also clang and its runtimes (ASan, UBSan, libFuzzer), for the sanitize preset
+#                 (the suite under ASan + UBSan, and the libFuzzer targets)
 set -euo pipefail
 
 # zlib1g-dev and dataset-fashion-mnist: the demo trains on Fashion-MNIST (a test runs it briefly).
@@ -15,7 +16,7 @@ case "${1:-}" in
   --bench) packages+=(libopenblas0-pthread) ;;
   --with-torch) packages+=(libopenblas0-pthread python3-torch) ;;
   --plot) packages+=(python3-matplotlib) ;;
-  --fuzz) packages+=(clang libclang-rt-dev) ;;
+  --clang) packages+=(clang libclang-rt-dev) ;;
 esac
 
 missing=()

@@ -56,10 +56,12 @@ TEST_CASE("every Keras dtype name is a policy with compute == variable") {
 TEST_CASE("rejected names carry Keras' message and name the bad value") {
   const std::string long_name(5000, 'x');
   // The message shows control characters and bytes that are not UTF-8 escaped.
-  for (const auto& [name, shown] : std::vector<std::pair<std::string_view, std::string_view>>{
+  for (const auto& entry : std::vector<std::pair<std::string_view, std::string_view>>{
            {"", ""}, {"mixed_float15", "mixed_float15"}, {"@mixed_float16!", "@mixed_float16!"}, {"float", "float"},
            {"Float32", "Float32"}, {" float32", " float32"}, {"mixed_float16 ", "mixed_float16 "},
            {"float32\n", "float32\\x0a"}, {"float32\xff", "float32\\xff"}}) {
+    const auto& name = std::get<0>(entry);  // not a binding: lambdas (doctest's INFO) capture it
+    const auto& shown = std::get<1>(entry);
     CAPTURE(name);
     CHECK_THROWS_WITH_AS(DTypePolicy{name}, ("Cannot convert '" + std::string(shown) + cannot_convert_tail).c_str(),
                          std::invalid_argument);

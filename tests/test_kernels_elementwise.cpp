@@ -167,8 +167,12 @@ template <class F>
 void check_identical_on_every_target(F&& f) {
   std::map<std::string, std::vector<std::uint32_t>> results;
   for_each_target([&](const std::string& target) { results[target] = f(); });
-  const auto& [first_target, expected] = *results.begin();
-  for (const auto& [target, got] : results) {
+  // References, not bindings: doctest's INFO captures them in a lambda.
+  const std::string& first_target = results.begin()->first;
+  const auto& expected = results.begin()->second;
+  for (const auto& result : results) {
+    const std::string& target = result.first;
+    const auto& got = result.second;
     INFO(target, " against ", first_target);
     REQUIRE(got.size() == expected.size());
     const auto where = std::mismatch(got.begin(), got.end(), expected.begin());
@@ -667,7 +671,9 @@ TEST_CASE("activation_backward accuracy against double derivatives") {
                                            {activation::tanh, 4.5},
                                            {activation::gelu, 7.0},
                                            {activation::gelu_approximate, 16.0}};
-  for (const auto& [a, allowed_ulps] : bound) {
+  for (const auto& entry : bound) {
+    const auto& a = std::get<0>(entry);  // not a binding: lambdas (doctest's INFO) capture it
+    const auto& allowed_ulps = std::get<1>(entry);
     INFO("activation ", static_cast<int>(a));
     kernels::activation_backward<float>(a, x, ones, dx);
     double worst = 0;

@@ -259,8 +259,12 @@ template <class V>
 void check_identical_on_every_target() {
   std::map<std::string, std::vector<std::uint32_t>> results;
   for_each_target([&](const std::string& target) { results[target] = all_results<V>(); });
-  const auto& [first_target, expected] = *results.begin();
-  for (const auto& [target, got] : results) {
+  // References, not bindings: doctest's INFO captures them in a lambda.
+  const std::string& first_target = results.begin()->first;
+  const auto& expected = results.begin()->second;
+  for (const auto& result : results) {
+    const std::string& target = result.first;
+    const auto& got = result.second;
     INFO(target, " against ", first_target);
     REQUIRE(got.size() == expected.size());
     CHECK(std::mismatch(got.begin(), got.end(), expected.begin()).first == got.end());

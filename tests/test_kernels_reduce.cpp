@@ -100,8 +100,12 @@ void check_identical_on_every_target(bool with_specials) {
   const auto y = random_values<T>(8 * 2048 + 8, 12, with_specials);
   std::map<std::string, std::vector<std::uint32_t>> results;
   for_each_target([&](const std::string& target) { results[target] = all_results(x, y, 0.25f); });
-  const auto& [first_target, expected] = *results.begin();
-  for (const auto& [target, got] : results) {
+  // References, not bindings: doctest's INFO captures them in a lambda.
+  const std::string& first_target = results.begin()->first;
+  const auto& expected = results.begin()->second;
+  for (const auto& result : results) {
+    const std::string& target = result.first;
+    const auto& got = result.second;
     INFO(target, " against ", first_target);
     REQUIRE(got.size() == expected.size());
     CHECK(std::mismatch(got.begin(), got.end(), expected.begin()).first == got.end());
@@ -614,7 +618,10 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
   for (std::size_t cols = 1; cols <= 36; ++cols) column_counts.push_back(cols);
   for_each_target([&](const std::string& target) {
     for (std::size_t cols : column_counts)
-      for (auto [rows, per_row, gap] : {std::array<std::size_t, 3>{1, 1, 0}, {2, 2, 0}, {3, 2, 5}, {3, 3, 1}, {2, 1, 3}}) {
+      for (auto entry : {std::array<std::size_t, 3>{1, 1, 0}, {2, 2, 0}, {3, 2, 5}, {3, 3, 1}, {2, 1, 3}}) {
+        const auto& rows = std::get<0>(entry);  // not a binding: lambdas (doctest's INFO) capture it
+        const auto& per_row = std::get<1>(entry);
+        const auto& gap = std::get<2>(entry);  // not a binding: lambdas (doctest's INFO) capture it
         const std::size_t row_length = per_row * cols, row_stride = row_length + gap * cols / 2 + gap;
         std::vector<float> window((rows - 1) * row_stride + row_length);
         for (auto& v : window) v = value();

@@ -292,7 +292,7 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
     return with_header_text(header.dump());
   };
   using nlohmann::json;
-  for (const auto& [change, message] : std::vector<std::pair<std::function<void(json&)>, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::function<void(json&)>, std::string>>{
            {[](json& h) { h["weights"][0]["offset"] = 0.5; }, "weight 'dense/kernel': \"offset\" must be a non-negative integer; it is 0.5."},
            {[](json& h) { h["weights"][0]["shape"] = {4.9, 4}; }, "weight 'dense/kernel': an extent in \"shape\" must be a non-negative integer; it is 4.9."},
            {[](json& h) { h["weights"][0]["bytes"] = -80; }, "weight 'dense/kernel': \"bytes\" must be a non-negative integer; it is -80."},
@@ -318,6 +318,8 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
            {[](json& h) { h["weights"][0]["fnv1a64"] = "\x7f"; }, "the values of weight 'dense/kernel' are corrupted"},
            {[](json& h) { h["training"] = 3; }, "its training state is corrupted"},
            {[](json& h) { h = json::array(); }, "its header is not a JSON object."}}) {
+    const auto& change = std::get<0>(entry);  // not a binding: lambdas (doctest's INFO) capture it
+    const auto& message = std::get<1>(entry);
     CAPTURE(message);
     write(bad.path, with_header(change));
     rejected(message);
@@ -396,7 +398,9 @@ TEST_CASE("every layer setting survives a Keras config round trip; unsupported s
   for (std::size_t i = 0; i < layers.size(); ++i) {
     INFO("layer ", layers[i]["config"]["name"]);
     CHECK(out[i + 1]["class_name"] == layers[i]["class_name"]);
-    for (const auto& [key, value] : layers[i]["config"].items()) {
+    for (const auto& entry : layers[i]["config"].items()) {
+      const auto& key = entry.key();  // not a binding: lambdas (doctest's INFO) capture it
+      const auto& value = entry.value();
       INFO("key ", key);
       CHECK(out[i + 1]["config"][key] == value);
     }

@@ -96,11 +96,12 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
       if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(weight)>::true_dtype, variable_dtype>)
         float_weights.push_back(weight.value().values());
     });
-    auto [specs, values] = engine_.quantized_weights(m, float_weights);
+    auto quantized = engine_.quantized_weights(m, float_weights);  // (specs, values); no binding: lambdas use it
     engine_.adopt_quantization(m);
     std::size_t i = 0;
     this->for_each_weight([&](auto& weight) {
-      weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(specs[i], std::move(values[i]));
+      weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(quantized.first[i],
+                                                                            std::move(quantized.second[i]));
       ++i;
     });
     derived().release_float_weights();

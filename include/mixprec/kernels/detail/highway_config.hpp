@@ -14,3 +14,10 @@
     defined(__AVX512BITALG__)
 #define HWY_WANT_AVX3_DL
 #endif
+
+// One portable fallback target whatever the compiler: SCALAR, which GCC 12.2 gets anyway (Highway
+// marks EMU128 broken there). Under clang Highway would pick EMU128, whose f64 -> f32 DemoteTo
+// saturates at FLT_MAX where the scalar cast (and every other target) overflows to infinity.
+#ifndef HWY_BROKEN_EMU128
+#define HWY_BROKEN_EMU128 1
+#endif
