@@ -178,6 +178,46 @@ TEST_CASE("parameter and allocation caps: checked before allocating, at build an
                  "layer 'dense' (Dense), a batch of 1000: the output takes 1000000 elements x 4 bytes"));
 }
 
+TEST_CASE("a batch over the caps in a later layer changes no earlier layer's state") {
+  // BatchNormalization's moving statistics move on every training call that runs it; the Dense
+  // after it cannot take the batch, so the model must refuse before running any layer.
+  caps_for_scope caps({.max_parameters = size_limits{}.max_parameters, .max_allocation_bytes = 1 << 20});
+  RuntimeModel model({4}, {layer_configs::batch_normalization(0.5), layer_configs::dense(1000, "linear", "float64")});
+  const auto state = [&] {
+    std::vector<std::byte> bytes;
+    for (const weight_handle& w : model.weights()) bytes.insert(bytes.end(), w.bytes.begin(), w.bytes.end());
+    return bytes;
+  };
+  const std::vector<std::byte> before = state();
+  CHECK(contains(error_of([&] { model.training_call(ones({1000, 4})); }), "layer 'dense' (Dense), a batch of 1000"));
+  CHECK(state() == before);
+  model.training_call(ones({8, 4}));  // a batch that fits does move them
+  CHECK(state() != before);
+
+  Sequential<policies::float32, Input<4>, BatchNormalization<>, Dense<1000>> compiled;
+  const auto compiled_state = [&] {
+    std::vector<std::byte> bytes;
+    for (const weight_handle& w : compiled.weights()) bytes.insert(bytes.end(), w.bytes.begin(), w.bytes.end());
+    return bytes;
+  };
+  const std::vector<std::byte> compiled_before = compiled_state();
+  CHECK(contains(error_of([&] { compiled.training_call(Tensor<float, dynamic, 4>(1000)); }), "a batch of 1000"));
+  CHECK(compiled_state() == compiled_before);
+}
+
+TEST_CASE("a weight file larger than the allocation cap is refused before it is read") {
+  RuntimeModel model({4}, {layer_configs::dense(64)});
+  const std::string file = "untrusted_configs_cap_test.mpxw";
+  model.save_weights(file);
+  {
+    caps_for_scope caps({.max_parameters = size_limits{}.max_parameters, .max_allocation_bytes = 256});
+    CHECK(contains(error_of([&] { model.load_weights(file); }),
+                   "untrusted_configs_cap_test.mpxw': the file takes "));
+  }
+  model.load_weights(file);  // under the default caps it loads
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("MaxPooling2D with a window far larger than its input: quick, each window clipped to the input") {
   // [2^40, 1] "same" on 5x5: strides default to the pool (one output row), or 1 (five rows);
   // each output is the maximum of its column (window rows outside the input are padding).

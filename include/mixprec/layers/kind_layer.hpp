@@ -60,7 +60,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
     try {
       specs = engine_.build(detail::features_of<X>(), this->name());
     } catch (const std::invalid_argument& error) {  // a size over the caps (core/limits.hpp)
-      throw std::invalid_argument("layer '" + this->name() + "' (" + std::string(Kind::keras_class) + "): " + error.what());
+      throw std::invalid_argument("layer '" + detail::quote_for_message(this->name()) + "' (" + std::string(Kind::keras_class) + "): " + error.what());
     }
     std::size_t i = 0;
     this->for_each_weight([&](auto& weight) {
@@ -140,6 +140,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   // What a training step drives (models/): the engine, the weights as the kind reads them, and
   // the step's end.
   engine_type& engine() { return engine_; }
+  const engine_type& engine() const { return engine_; }
   std::vector<weight_ref> weight_refs() const {
     std::vector<weight_ref> refs;
     this->for_each_weight([&](const auto& weight) { refs.push_back(detail::reference<variable_dtype, compute_dtype>(weight)); });

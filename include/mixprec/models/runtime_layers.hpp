@@ -76,6 +76,8 @@ class RuntimeLayer {
   virtual std::vector<std::size_t> build(const std::vector<std::size_t>& input, std::size_t parameters_before) = 0;
   /// The elements of all its weights.
   virtual std::size_t parameter_count() const = 0;
+  /// Throws std::invalid_argument when a call on `batch` samples would pass the size caps.
+  virtual void check_batch(std::size_t batch) const = 0;
   virtual AnyTensor call(const AnyTensor& x, bool training) = 0;
   /// The layer's Keras config (name, dtype, trainable and its own settings).
   virtual nlohmann::ordered_json config() const = 0;
@@ -136,6 +138,7 @@ class runtime_layer_of final : public RuntimeLayer {
     return engine_.output_shape();
   }
   std::size_t parameter_count() const override { return engine_.parameter_count(); }
+  void check_batch(std::size_t batch) const override { engine_.check_batch(batch); }
 
   AnyTensor call(const AnyTensor& x, bool training) override {
     const std::size_t batch = x.batch();

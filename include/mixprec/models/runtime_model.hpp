@@ -299,6 +299,7 @@ class RuntimeModel {
       else
         return v;
     });
+    check_batch(x.batch());
     for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
     return values;
   }
@@ -455,8 +456,7 @@ class RuntimeModel {
       if (site.name.empty()) site.name = generated_name(site.class_name, names);
       if (!names.insert(site.name).second)
         throw site.error("the name '" + detail::quote_for_message(site.name) + "' is already used; layer names must be unique.");
-      detail::config_reader model_keys(config, "layer " + std::to_string(site.position) + " ('" + site.name + "', " +
-                                                   site.class_name + ")");
+      detail::config_reader model_keys(config, site.owner());
       read_layer_batch_shape(model_keys);  // only the first layer's counts (from_config), but each must be valid
       auto layer = detail::make_runtime_layer(config, policy_for(config, site, policies), site);
       try {
@@ -507,8 +507,15 @@ class RuntimeModel {
     return handles;
   }
 
+  /// Every layer's sizes for this batch, before any layer runs: a batch over the size caps
+  /// changes no layer's state (moving statistics, Dropout's generator).
+  void check_batch(std::size_t batch) const {
+    for (const auto& l : layers_) l->check_batch(batch);
+  }
+
   AnyTensor run(const AnyTensor& x, bool training) {
     check_input(x);
+    check_batch(x.batch());
     AnyTensor y = x;
     for (auto& l : layers_) y = l->call(y, training);
     return y;

@@ -362,6 +362,7 @@ class Sequential {
     static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,
                                                typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
     check_trainable_layers(std::make_index_sequence<layer_count>{});
+    check_batch(x.batch());
     const auto output = std::apply(
         [&](auto&... layers) { return (detail::training_pass<T>{x.values(), x.batch()} | ... | &layers).values; },
         layers_);
@@ -444,10 +445,17 @@ class Sequential {
     out << "  " << layer.name() << "  " << layer.dtype_policy().name() << "  " << parameters << " parameters\n";
   }
 
+  /// Every layer's sizes for this batch, before any layer runs: a batch over the size caps
+  /// changes no layer's state (moving statistics, Dropout's generator).
+  void check_batch(std::size_t batch) const {
+    std::apply([&](const auto&... layers) { (layers.engine().check_batch(batch), ...); }, layers_);
+  }
+
   template <class T, std::size_t... E>
   output_type run(const Tensor<T, E...>& x, bool training) {
     static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,
                                                typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
+    check_batch(x.batch());
     auto y = std::apply(
         [&](auto&... layers) {
           return (detail::passing<const Tensor<T, E...>&>{x} | ... | std::pair{&layers, training}).value;

@@ -41,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/tensor.hpp>
@@ -214,6 +215,16 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
                          const training_state_loader& load_training = nullptr) {
   std::ifstream in(file, std::ios::binary);
   if (!in) detail::bad_weights_file(file, "it cannot be opened.");
+  // The whole file is read at once: a file over the allocation cap is refused before that.
+  std::error_code size_error;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(file, size_error);
+  if (!size_error) {
+    try {
+      detail::check_allocation("the file", static_cast<std::size_t>(std::min<std::uintmax_t>(file_bytes, SIZE_MAX)), 1);
+    } catch (const std::invalid_argument& error) {
+      detail::bad_weights_file(file, error.what());
+    }
+  }
   const std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (content.size() < 16 || std::string_view(content.data(), 8) != detail::weights_magic)
     detail::bad_weights_file(file, "it is not a mixprec weights file (bad magic or shorter than 16 bytes).");

@@ -144,7 +144,7 @@ class layer_engine {
       std::size_t elements = 0;
       if (!__builtin_mul_overflow(batch, per_sample, &elements) && elements <= cap_elements) continue;
       // Over the cap: the message is built only now (this runs on every call).
-      const std::string where = "layer '" + name_ + "' (" + std::string(Kind::keras_class) + "), a batch of " +
+      const std::string where = "layer '" + quote_for_message(name_) + "' (" + std::string(Kind::keras_class) + "), a batch of " +
                                 std::to_string(batch) + ": " + what;
       check_allocation(where, checked_multiply(batch, per_sample, where), activation_bytes);
     }

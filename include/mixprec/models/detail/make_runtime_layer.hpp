@@ -44,7 +44,7 @@ concept runtime_quantized_policy = QuantizedDTypePolicyType<P> && runtime_layer_
 template <class Kind>
 std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, const DTypePolicy& policy,
                                                  const layer_site& site) {
-  config_reader read(config, "layer " + std::to_string(site.position) + " ('" + site.name + "', " + site.class_name + ")");
+  config_reader read(config, site.owner());
   for (const char* model_key : {"name", "dtype", "batch_input_shape", "batch_shape"}) read.skip(model_key);
   const bool trainable = read.boolean("trainable", true);
   typename Kind::settings settings = Kind::read_config(read);

@@ -24,10 +24,11 @@ struct layer_site {
   std::size_t position;
   std::string name;
   std::string class_name;
-  std::invalid_argument error(const std::string& what) const {
-    return std::invalid_argument("layer " + std::to_string(position) + " ('" + quote_for_message(name) + "', " +
-                                 quote_for_message(class_name) + "): " + what);
+  /// How messages name the layer: layer 2 ('dense_1', Dense), its text escaped.
+  std::string owner() const {
+    return "layer " + std::to_string(position) + " ('" + quote_for_message(name) + "', " + quote_for_message(class_name) + ")";
   }
+  std::invalid_argument error(const std::string& what) const { return std::invalid_argument(owner() + ": " + what); }
 };
 
 /// The compiled layer for a config's class and settings, in the given policy; a bad setting or
