@@ -8,32 +8,27 @@ find_dependency(Eigen3 3.4 NO_MODULE)       # Eigen3::Eigen
 find_dependency(nlohmann_json 3.10)         # nlohmann_json::nlohmann_json
 find_dependency(Threads)
 
-# Highway: its CMake config if present, else pkg-config's libhwy (both ship in libhwy-dev).
-find_package(hwy CONFIG QUIET)
-if(NOT TARGET mixprec_hwy)
-  add_library(mixprec_hwy INTERFACE IMPORTED)
-  if(TARGET hwy::hwy)
-    target_link_libraries(mixprec_hwy INTERFACE hwy::hwy)
-  else()
-    find_dependency(PkgConfig)
-    pkg_check_modules(MIXPREC_LIBHWY REQUIRED IMPORTED_TARGET libhwy)
-    target_link_libraries(mixprec_hwy INTERFACE PkgConfig::MIXPREC_LIBHWY)
+# mixprec_<name>: a dependency through its own CMake config where it ships one (target
+# <config_target> of package <package>), else through pkg-config's <module>. A macro, so that
+# find_dependency's failure ends the including file.
+macro(mixprec_config_or_pkg_config name package config_target module)
+  find_package(${package} CONFIG QUIET)
+  if(NOT TARGET mixprec_${name})
+    add_library(mixprec_${name} INTERFACE IMPORTED)
+    if(TARGET ${config_target})
+      target_link_libraries(mixprec_${name} INTERFACE ${config_target})
+    else()
+      find_dependency(PkgConfig)
+      pkg_check_modules(MIXPREC_LIB${name} REQUIRED IMPORTED_TARGET ${module})
+      target_link_libraries(mixprec_${name} INTERFACE PkgConfig::MIXPREC_LIB${name})
+    endif()
   endif()
-endif()
+endmacro()
 
-# RE2 (libre2-dev): DTypePolicyMap's regexes. Its CMake config if present (newer RE2), else
-# pkg-config's re2 (Debian 12's libre2-dev ships only that).
-find_package(re2 CONFIG QUIET)
-if(NOT TARGET mixprec_re2)
-  add_library(mixprec_re2 INTERFACE IMPORTED)
-  if(TARGET re2::re2)
-    target_link_libraries(mixprec_re2 INTERFACE re2::re2)
-  else()
-    find_dependency(PkgConfig)
-    pkg_check_modules(MIXPREC_LIBRE2 REQUIRED IMPORTED_TARGET re2)
-    target_link_libraries(mixprec_re2 INTERFACE PkgConfig::MIXPREC_LIBRE2)
-  endif()
-endif()
+# Highway (libhwy-dev ships both).
+mixprec_config_or_pkg_config(hwy hwy hwy::hwy libhwy)
+# RE2 (libre2-dev): DTypePolicyMap's regexes. Debian 12's libre2-dev ships only pkg-config's re2.
+mixprec_config_or_pkg_config(re2 re2 re2::re2 re2)
 
 # zlib (zlib1g-dev): only mixprec::datasets needs it, so it is looked for without being required.
 find_package(ZLIB QUIET)
