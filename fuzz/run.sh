@@ -12,7 +12,7 @@ build="${1:?usage: fuzz/run.sh <build-dir> [seconds per target] [target ...]}"
 seconds="${2:-20}"
 shift $(($# >= 2 ? 2 : 1))
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(policy_name policy_json policy_map model_config weights_file idx_file)
+[[ ${#targets[@]} -gt 0 ]] || targets=(policy_name policy_json policy_map model_config weights_file checkpoint_file idx_file)
 
 "$build/fuzz/fuzz_seed_corpora" "$build/corpus"
 

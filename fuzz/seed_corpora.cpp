@@ -16,6 +16,7 @@
 #include <mixprec/models.hpp>
 #include <mixprec/runtime.hpp>
 
+#include "checkpoint_models.hpp"
 #include "idx_input.hpp"
 #include "weights_model.hpp"
 
@@ -131,6 +132,21 @@ void weight_files(corpus& out) {
   }
 }
 
+/// Both models' checkpoints before any step, after one, and after a skipped step (the scaled
+/// model's loss scale halved, its counters moved).
+void checkpoint_files(corpus& out) {
+  std::vector<float> overflowing(16, 1e30f);
+  for (auto make : {fuzz::scaled_adam_model, fuzz::momentum_sgd_model}) {
+    RuntimeModel model = make();
+    save_checkpoint(model, out.next().string());
+    model.train_on_batch(fuzz::training_inputs(), fuzz::training_labels());
+    save_checkpoint(model, out.next().string());
+    model.train_on_batch(AnyTensor({4, 4}, overflowing), fuzz::training_labels());
+    model.train_on_batch(fuzz::training_inputs(), fuzz::training_labels());
+    save_checkpoint(model, out.next().string());
+  }
+}
+
 /// An IDX file of unsigned bytes: magic 0x0000080N, the extents (big-endian), the values.
 std::string idx_file(const std::vector<std::uint32_t>& extents, std::string_view values) {
   std::string file = {0, 0, 8, static_cast<char>(extents.size())};
@@ -162,14 +178,15 @@ int main(int argc, char** argv) {
   const fs::path root = argv[1];
   const auto policies = every_policy();
   corpus names(root, "policy_name"), json(root, "policy_json"), maps(root, "policy_map"), models(root, "model_config"),
-      weights(root, "weights_file"), idx(root, "idx_file");
+      weights(root, "weights_file"), checkpoints(root, "checkpoint_file"), idx(root, "idx_file");
   policy_names(names, policies);
   policy_json(json, policies);
   policy_maps(maps);
   model_configs(models);
   weight_files(weights);
+  checkpoint_files(checkpoints);
   idx_files(idx);
-  for (const corpus* c : {&names, &json, &maps, &models, &weights, &idx})
+  for (const corpus* c : {&names, &json, &maps, &models, &weights, &checkpoints, &idx})
     std::cout << c->directory().string() << ": " << c->size() << " seeds\n";
   return 0;
 }
