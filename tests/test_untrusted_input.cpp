@@ -82,6 +82,20 @@ TEST_CASE("messages show strings escaped and cut short; JSON values the same, at
   CHECK(shown(json(std::vector<int>(1000, 7))).size() < 300);
 }
 
+TEST_CASE("a float8 amax history of any positive length is a policy; a model too large for the caps is rejected at build") {
+  const auto huge = json::parse(R"({"mode": "float8", "source_name": "float32", "amax_history_length": 18446744073709551615})");
+  const DTypePolicy policy = DTypePolicy::from_config(huge);
+  CHECK(policy.amax_history_length() == std::size_t{18446744073709551615ull});
+  CHECK(DTypePolicy::from_config(json{{"mode", "float8"}, {"source_name", "float32"}, {"amax_history_length", 3}})
+            .amax_history_length() == std::size_t{3});
+  for (const json& length : {json(0), json(-1), json(2.5), json("3")})
+    CHECK_THROWS_WITH_AS(DTypePolicy::from_config(json{{"mode", "float8"}, {"source_name", "float32"}, {"amax_history_length", length}}),
+                         doctest::Contains("'amax_history_length' must be a positive integer"), std::invalid_argument);
+  const json dtype = {{"class_name", "QuantizedFloat8DTypePolicy"}, {"config", huge}};
+  CHECK_THROWS_WITH_AS(RuntimeModel({4}, {layer_configs::dense(2, "linear", dtype)}), doctest::Contains("amax_history"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("JSON nesting is checked before anything recursive touches it") {
   // The limit itself: max_json_depth levels load, one more does not.
   CHECK_NOTHROW(detail::check_json_depth(nested(max_json_depth - 1, "{}"), "x"));
@@ -226,8 +240,6 @@ TEST_CASE("policy JSON with members of the wrong type: std::invalid_argument nam
   names([] { DTypePolicy::from_config(json{{"name", true}}); }, "'name' must be a string");
   names([] { DTypePolicy::from_config(json{{"mode", "int8"}, {"source_name", 3}}); }, "'source_name' must be a string");
   names([] { DTypePolicy::from_config(json{{"mode", "float8"}, {"source_name", "float32"}, {"amax_history_length", 2.5}}); },
-        "'amax_history_length' must be a positive integer");
-  names([] { DTypePolicy::from_config(json{{"mode", "float8"}, {"source_name", "float32"}, {"amax_history_length", 18446744073709551615ull}}); },
         "'amax_history_length' must be a positive integer");
   names([] { mixed_precision::experimental::Policy::from_config(json{{"name", 1}}); }, "Policy.from_config: expected {\"name\"");
   names([] { (void)json(7).get<DTypePolicy>(); }, "Received: dtype=7");

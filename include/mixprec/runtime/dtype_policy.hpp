@@ -301,8 +301,10 @@ inline DTypePolicy DTypePolicy::from_config(const nlohmann::json& config) {
   const auto source = detail::optional_string(config, "source_name");
   if (!config.contains("amax_history_length")) return QuantizedDTypePolicy(*mode, source);
   const auto& length = config["amax_history_length"];
-  if (!length.is_number_integer() || length.get<std::int64_t>() < 1)
-    throw detail::bad_config(config, "'amax_history_length' must be a positive integer.");
+  // JSON text reads non-negative integers as unsigned (up to 2^64 - 1); built JSON may hold signed ones.
+  const bool positive = length.is_number_unsigned() ? length.get<std::uint64_t>() >= 1
+                                                    : length.is_number_integer() && length.get<std::int64_t>() >= 1;
+  if (!positive) throw detail::bad_config(config, "'amax_history_length' must be a positive integer.");
   return QuantizedFloat8DTypePolicy(*mode, source, length.get<std::size_t>());
 }
 
