@@ -194,7 +194,10 @@ struct native_bf16_kernel {
 
 /// Multiplies a packed block of A (rows x depth) by a packed block of B (depth x columns) into
 /// dst, tile by tile: B micro-panels in the outer loop, so each stays in L1 while the A panels of
-/// the block (in L2) go by.
+/// the block (in L2) go by. A shallow block, whose packed B fits in L1 whole, goes by A panels
+/// instead, writing dst row panel by row panel: down a B micro-panel's column strip each row of
+/// dst is another cache line and often another page, which costs more than a shallow tile's
+/// arithmetic (bf16 256 x 1024 x 10 on Zen 5: 3.7x faster). The order does not change any result.
 template <class Kernel>
 void multiply_packed(const typename Kernel::packed_type* a, const typename Kernel::packed_type* b, std::size_t rows,
                      std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
@@ -206,25 +209,33 @@ void multiply_packed(const typename Kernel::packed_type* a, const typename Kerne
   // Ragged edge tiles run the kernel on this full-size copy (the part of the tile they need), so
   // their elements see exactly the operations of a full tile.
   float edge[tile_rows * Kernel::max_tile_columns] = {};
-  for (std::size_t j = 0; j < columns; j += tile_columns) {
+  const auto multiply = [&](std::size_t i, std::size_t j) {
+    const auto* a_panel = a + i * packed_depth;
     const auto* b_panel = b + j * packed_depth;
+    float* out = dst + i * ldd + j;
+    const std::size_t edge_rows = std::min(tile_rows, rows - i);
     const std::size_t edge_columns = std::min(tile_columns, columns - j);
-    for (std::size_t i = 0; i < rows; i += tile_rows) {
-      const auto* a_panel = a + i * packed_depth;
-      float* out = dst + i * ldd + j;
-      const std::size_t edge_rows = std::min(tile_rows, rows - i);
-      if (edge_rows == tile_rows && edge_columns == tile_columns) {
-        Kernel::multiply_tile(packed_depth, a_panel, b_panel, out, ldd, update, tile_rows, tile_columns);
-        continue;
-      }
-      if (reads_dst) {
-        for (std::size_t r = 0; r < edge_rows; ++r)
-          std::memcpy(edge + r * tile_columns, out + r * ldd, edge_columns * sizeof(float));
-      }
-      Kernel::multiply_tile(packed_depth, a_panel, b_panel, edge, tile_columns, update, edge_rows, edge_columns);
-      for (std::size_t r = 0; r < edge_rows; ++r)
-        std::memcpy(out + r * ldd, edge + r * tile_columns, edge_columns * sizeof(float));
+    if (edge_rows == tile_rows && edge_columns == tile_columns) {
+      Kernel::multiply_tile(packed_depth, a_panel, b_panel, out, ldd, update, tile_rows, tile_columns);
+      return;
     }
+    if (reads_dst) {
+      for (std::size_t r = 0; r < edge_rows; ++r)
+        std::memcpy(edge + r * tile_columns, out + r * ldd, edge_columns * sizeof(float));
+    }
+    Kernel::multiply_tile(packed_depth, a_panel, b_panel, edge, tile_columns, update, edge_rows, edge_columns);
+    for (std::size_t r = 0; r < edge_rows; ++r)
+      std::memcpy(out + r * ldd, edge + r * tile_columns, edge_columns * sizeof(float));
+  };
+  constexpr std::size_t l1_bytes = 32 * 1024;  // the smallest L1d of the CPUs these targets run on
+  const bool shallow =
+      packed_depth * kd::round_up(columns, tile_columns) * sizeof(typename Kernel::packed_type) <= l1_bytes;
+  if (shallow) {
+    for (std::size_t i = 0; i < rows; i += tile_rows)
+      for (std::size_t j = 0; j < columns; j += tile_columns) multiply(i, j);
+  } else {
+    for (std::size_t j = 0; j < columns; j += tile_columns)
+      for (std::size_t i = 0; i < rows; i += tile_rows) multiply(i, j);
   }
 }
 

@@ -72,58 +72,80 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void transpose_16x16(__m512i rows[16])
   for (int i = 0; i < 16; ++i) rows[i] = t[i];
 }
 
-/// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
-/// dst[(panel * pairs_of(depth) + q) * width + l] holds elements (panel * width + l, 2q) and
-/// (panel * width + l, 2q + 1). Element (lane, p) is at src[lane * lane_stride + p * depth_stride];
-/// one of the strides is 1 (the other is the leading dimension). Nothing outside the elements is
-/// read. Vectorized: two depth rows are interleaved by a permute, or (each lane's depth
-/// contiguous, where a pair is one 32-bit element) 16 lanes x 16 pairs are transposed in registers.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, std::size_t lane_stride,
-                                                          std::size_t depth_stride, std::size_t lanes,
-                                                          std::size_t depth, std::size_t width, std::uint32_t* dst) {
+/// pack_pairs where each lane's depth elements are contiguous (depth_stride == 1), so a pair is one
+/// 32-bit element: panel by panel, 16 lanes x 16 pairs are loaded (16 streams), transposed in
+/// registers and stored as 16 pair rows.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bfloat16* src, std::size_t lane_stride,
+                                                                      std::size_t lanes, std::size_t depth,
+                                                                      std::size_t width, std::uint32_t* dst) {
   const std::size_t pairs = pairs_of(depth);
   for (std::size_t first = 0; first < lanes; first += width, dst += pairs * width) {
     const std::size_t count = std::min(width, lanes - first);
     const bfloat16* panel = src + first * lane_stride;
-    if (depth_stride == 1) {
-      for (std::size_t group = 0; group < width; group += 16) {
-        const std::size_t group_lanes = count > group ? std::min<std::size_t>(16, count - group) : 0;
-        for (std::size_t q0 = 0; q0 < pairs; q0 += 16) {
-          __m512i block[16];
-          for (std::size_t l = 0; l < 16; ++l) {
-            block[l] = l < group_lanes ? load_halves(panel + (group + l) * lane_stride + 2 * q0, depth - 2 * q0)
-                                       : _mm512_setzero_si512();
-          }
-          transpose_16x16(block);
-          const std::size_t block_pairs = std::min<std::size_t>(16, pairs - q0);
-          for (std::size_t q = 0; q < block_pairs; ++q)
-            store_pairs(dst + (q0 + q) * width + group, block[q], width - group);
+    for (std::size_t group = 0; group < width; group += 16) {
+      const std::size_t group_lanes = count > group ? std::min<std::size_t>(16, count - group) : 0;
+      for (std::size_t q0 = 0; q0 < pairs; q0 += 16) {
+        __m512i block[16];
+        for (std::size_t l = 0; l < 16; ++l) {
+          block[l] = l < group_lanes ? load_halves(panel + (group + l) * lane_stride + 2 * q0, depth - 2 * q0)
+                                     : _mm512_setzero_si512();
         }
-      }
-    } else {
-      // Lane l of a depth row pair goes to 32-bit lane l: its low row's element in the low half.
-      alignas(64) static constexpr std::uint16_t interleave_low[32] = {
-          0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-          8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-      alignas(64) static constexpr std::uint16_t interleave_high[32] = {
-          16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-          24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
-      const __m512i low_index = _mm512_load_si512(interleave_low);
-      const __m512i high_index = _mm512_load_si512(interleave_high);
-      for (std::size_t q = 0; q < pairs; ++q) {
-        const bfloat16* low_row = panel + 2 * q * depth_stride;
-        const bool has_high = 2 * q + 1 < depth;  // an odd depth ends with a zero
-        for (std::size_t group = 0; group < width; group += 32) {
-          const std::size_t group_lanes = count > group ? count - group : 0;
-          const __m512i low = load_halves(low_row + group, group_lanes);
-          const __m512i high = has_high ? load_halves(low_row + depth_stride + group, group_lanes) : _mm512_setzero_si512();
-          std::uint32_t* out = dst + q * width + group;
-          store_pairs(out, _mm512_permutex2var_epi16(low, low_index, high), width - group);
-          if (width - group > 16) store_pairs(out + 16, _mm512_permutex2var_epi16(low, high_index, high), width - group - 16);
-        }
+        transpose_16x16(block);
+        const std::size_t block_pairs = std::min<std::size_t>(16, pairs - q0);
+        for (std::size_t q = 0; q < block_pairs; ++q)
+          store_pairs(dst + (q0 + q) * width + group, block[q], width - group);
       }
     }
   }
+}
+
+/// pack_pairs where the lanes of one depth element are contiguous (lane_stride == 1): two depth
+/// rows are interleaved by a permute, 32 lanes at a time. Row pair by row pair, across every
+/// panel, so that the source is read in order (walking one panel down the depth would touch a
+/// new cache line, often a new page, per row).
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfloat16* src, std::size_t depth_stride,
+                                                                       std::size_t lanes, std::size_t depth,
+                                                                       std::size_t width, std::uint32_t* dst) {
+  // Lane l of a depth row pair goes to 32-bit lane l: its low row's element in the low half.
+  alignas(64) static constexpr std::uint16_t interleave_low[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                   37, 6, 38, 7, 39, 8, 40, 9,  41, 10, 42,
+                                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr std::uint16_t interleave_high[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                                    53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                                    27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low_index = _mm512_load_si512(interleave_low);
+  const __m512i high_index = _mm512_load_si512(interleave_high);
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t q = 0; q < pairs; ++q) {
+    const bfloat16* low_row = src + 2 * q * depth_stride;
+    const bool has_high = 2 * q + 1 < depth;  // an odd depth ends with a zero
+    std::uint32_t* out_row = dst + q * width;
+    for (std::size_t first = 0; first < lanes; first += width, out_row += pairs * width) {
+      const std::size_t count = std::min(width, lanes - first);
+      for (std::size_t group = 0; group < width; group += 32) {
+        const std::size_t group_lanes = count > group ? count - group : 0;
+        const __m512i low = load_halves(low_row + first + group, group_lanes);
+        const __m512i high =
+            has_high ? load_halves(low_row + depth_stride + first + group, group_lanes) : _mm512_setzero_si512();
+        std::uint32_t* out = out_row + group;
+        store_pairs(out, _mm512_permutex2var_epi16(low, low_index, high), width - group);
+        if (width - group > 16)
+          store_pairs(out + 16, _mm512_permutex2var_epi16(low, high_index, high), width - group - 16);
+      }
+    }
+  }
+}
+
+/// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
+/// dst[(panel * pairs_of(depth) + q) * width + l] holds elements (panel * width + l, 2q) and
+/// (panel * width + l, 2q + 1). Element (lane, p) is at src[lane * lane_stride + p * depth_stride];
+/// one of the strides is 1 (the other is the leading dimension). Nothing outside the elements is
+/// read.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, std::size_t lane_stride,
+                                                          std::size_t depth_stride, std::size_t lanes,
+                                                          std::size_t depth, std::size_t width, std::uint32_t* dst) {
+  if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, dst);
+  pack_pairs_interleaving(src, depth_stride, lanes, depth, width, dst);
 }
 
 /// The CPU has AVX-512 F/BW/VL and BF16. (Highway's AVX3 target, which the caller also requires,
