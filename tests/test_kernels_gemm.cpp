@@ -606,6 +606,13 @@ TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most th
   CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 2).tasks() == 2);
   CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 4).tasks() == 4);
   CHECK(kernels::detail::gemm_split(16, 16, 16, 6, 16, 4).tasks() == 1);
+  // 256 rows are 21 1/3 twelve-row tiles: halving them leaves 11 tiles against 10 1/3; the
+  // columns (8 panels of 32) halve exactly, and that split is taken.
+  const kernels::detail::gemm_split square(256, 256, 256, 12, 32, 2);
+  REQUIRE(square.tasks() == 2);
+  CHECK(square.rows(0).size() == 256);
+  CHECK(square.columns(0).size() == 128);
+  CHECK(square.columns(1).size() == 128);
 }
 
 TEST_CASE("thread pool: every task runs once, exceptions reach the caller, nested runs work") {

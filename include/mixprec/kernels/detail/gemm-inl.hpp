@@ -123,7 +123,7 @@ struct highway_kernel {
 
   /// The whole tile, also for a ragged edge (rows x columns of it are wanted).
   static void multiply_tile(std::size_t depth, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                            float* HWY_RESTRICT dst, std::size_t ldd, const kd::gemm_tile_update& update,
+                            float* HWY_RESTRICT dst, std::size_t ldd, kd::gemm_tile_update update,
                             std::size_t /*rows*/, std::size_t /*columns*/) {
     const D d;
     const std::size_t lanes = hn::Lanes(d);
@@ -185,7 +185,7 @@ struct native_bf16_kernel {
 
   /// At least rows x columns of the tile (edge tiles run a smaller block).
   static void multiply_tile(std::size_t pairs, const std::uint32_t* a, const std::uint32_t* b, float* dst,
-                            std::size_t ldd, const kd::gemm_tile_update& update, std::size_t rows,
+                            std::size_t ldd, kd::gemm_tile_update update, std::size_t rows,
                             std::size_t columns) {
     kd::native_bf16::multiply_tile(pairs, a, b, dst, ldd, update, rows, columns);
   }

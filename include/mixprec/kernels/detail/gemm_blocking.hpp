@@ -112,9 +112,13 @@ class gemm_split {
       const std::size_t row_tiles = std::min(threads / column_tiles, row_units);
       const std::size_t rows = ceil_div(row_units, row_tiles) * tile_rows;
       const std::size_t columns = ceil_div(column_units, column_tiles) * tile_columns;
-      const double cost = (static_cast<double>(rows) * static_cast<double>(columns) +
-                           8.0 * static_cast<double>(rows + columns)) *
-                          static_cast<double>(k);
+      // The largest rectangle is at most C: a split into one whole-tile-rounded part (256 rows
+      // in one 264-row part) costs its real size, so that it does not lose to a split that
+      // leaves the threads unequal parts (132 and 124 rows).
+      const double largest_rows = static_cast<double>(std::min(rows, m));
+      const double largest_columns = static_cast<double>(std::min(columns, n));
+      const double cost =
+          (largest_rows * largest_columns + 8.0 * (largest_rows + largest_columns)) * static_cast<double>(k);
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;
         rows_per_tile_ = rows;

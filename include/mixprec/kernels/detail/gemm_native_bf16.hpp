@@ -198,7 +198,7 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_block(std::size_t pairs,
 /// block of 4, 8 or 12 rows and 16 or 32 columns that covers it.
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_tile(std::size_t pairs, const std::uint32_t* a,
                                                              const std::uint32_t* b, float* dst, std::size_t ldd,
-                                                             const gemm_tile_update& update, std::size_t rows,
+                                                             gemm_tile_update update, std::size_t rows,
                                                              std::size_t columns) {
   const bool two_vectors = columns > 16;
   if (rows > 8) {
