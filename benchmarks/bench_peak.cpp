@@ -4,7 +4,8 @@
 // FMA, 16 flops). Each loop keeps 24 independent accumulators busy, more than latency x
 // throughput on any current core, so the instruction's throughput is what is measured. Each case
 // is compiled for its instruction set with a target attribute and skipped (with a message) on a
-// CPU without it. Single-threaded: run it while the machine is otherwise quiet.
+// CPU without it. FLOPS is per second of the thread's CPU time (time the OS gave it to another
+// process does not count); still, run it while the machine is otherwise quiet.
 // First: GCC 12's false positive in its own AVX-512 intrinsics, silenced for that header alone.
 #include <mixprec/core/detail/x86_intrinsics.hpp>
 
