@@ -4,7 +4,8 @@
 // slow). Eigen built with -march=native is bench_gemm_eigen_native, a separate program (mixing
 // -march across translation units of one program breaks Eigen's ODR).
 // FLOPS counts 2 m n k per call, per second of wall time; threads: 1 and 2 (Eigen's through
-// OpenMP).
+// OpenMP). mixprec_gemm_mlp: the bf16 GEMMs of an MLP training step (mlp_shapes), against
+// torch_gemm.py. The arithmetic peak these are a fraction of is bench_peak's.
 #include <benchmark/benchmark.h>
 
 #include "bench_common.hpp"
@@ -45,21 +46,35 @@ void set_flops(benchmark::State& state, const gemm_size& size) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// C (m x n) = A (m x k) * B (k x n), row-major.
+/// C (m x n) = op(A) (m x k) * op(B) (k x n), row-major, on `threads` threads; A stored k x m when
+/// transposed, B n x k.
 template <class TA, class TC>
-void BM_mixprec_gemm(benchmark::State& state) {
-  const gemm_size size(state);
-  mixprec::kernels::set_num_threads(static_cast<std::size_t>(state.range(3)));
+void run_mixprec_gemm(benchmark::State& state, const gemm_size& size, bool trans_a, bool trans_b,
+                      std::int64_t threads) {
+  using mixprec::kernels::transpose;
+  mixprec::kernels::set_num_threads(static_cast<std::size_t>(threads));
   const auto a = random_values<TA>(size.m * size.k, 1);
   const auto b = random_values<TA>(size.k * size.n, 2);
   std::vector<TC> c(size.m * size.n);
   for (auto _ : state) {
-    mixprec::kernels::gemm(mixprec::kernels::transpose::no, mixprec::kernels::transpose::no, size.m, size.n, size.k,
-                           1.0f, a.data(), size.k, b.data(), size.n, 0.0f, c.data(), size.n);
+    mixprec::kernels::gemm(trans_a ? transpose::yes : transpose::no, trans_b ? transpose::yes : transpose::no, size.m,
+                           size.n, size.k, 1.0f, a.data(), trans_a ? size.m : size.k, b.data(),
+                           trans_b ? size.k : size.n, 0.0f, c.data(), size.n);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
   set_flops(state, size);
+}
+
+template <class TA, class TC>
+void BM_mixprec_gemm(benchmark::State& state) {
+  run_mixprec_gemm<TA, TC>(state, gemm_size(state), false, false, state.range(3));
+}
+
+/// Arguments m, n, k, trans_a, trans_b, threads (mlp_shapes).
+template <class TA, class TC>
+void BM_mixprec_gemm_transposed(benchmark::State& state) {
+  run_mixprec_gemm<TA, TC>(state, gemm_size(state), state.range(3) != 0, state.range(4) != 0, state.range(5));
 }
 
 template <class Scalar>
@@ -83,6 +98,23 @@ void BM_eigen_gemm(benchmark::State& state) {
 
 using bench::gemm_sizes;
 
+/// The GEMMs of a training step of the 784-1024-1024-10 MLP at batch 256 (Dense: y = x W with W
+/// stored inputs x units; dW = x^T dy; dx = dy W^T), on 1 and 2 threads; torch_gemm.py runs the
+/// same.
+void mlp_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "ta", "tb", "threads"});
+  constexpr std::int64_t batch = 256;
+  constexpr std::int64_t layers[][2] = {{784, 1024}, {1024, 1024}, {1024, 10}};  // inputs, units
+  for (std::int64_t threads : {1, 2}) {
+    for (const auto& [in, units] : layers) {
+      b->Args({batch, units, in, 0, 0, threads});  // forward
+      b->Args({in, units, batch, 1, 0, threads});  // weight gradient
+      b->Args({batch, in, units, 0, 1, threads});  // input gradient
+    }
+  }
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 void small_sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "k", "threads"});
   for (std::int64_t s : {128, 256}) b->Args({s, s, s, 1});
@@ -94,6 +126,7 @@ void small_sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_mixprec_gemm<float, float>)->Name("mixprec_gemm/f32")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm<bfloat16, float>)->Name("mixprec_gemm/bf16_to_f32")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm<float16, float>)->Name("mixprec_gemm/f16_to_f32")->Apply(gemm_sizes);
+BENCHMARK(BM_mixprec_gemm_transposed<bfloat16, float>)->Name("mixprec_gemm_mlp/bf16_to_f32")->Apply(mlp_shapes);
 BENCHMARK(BM_eigen_gemm<float>)->Name("eigen_gemm/f32_same_flags")->Apply(gemm_sizes);
 BENCHMARK(BM_eigen_gemm<Eigen::bfloat16>)->Name("eigen_gemm/bf16_scalar")->Apply(small_sizes);
 

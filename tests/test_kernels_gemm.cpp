@@ -329,13 +329,13 @@ bool same_bits(const std::vector<TC>& x, const std::vector<TC>& y) {
 }
 
 /// The same GEMM with 2, 3, 4 and 7 threads equals the single-threaded one bit for bit. The shapes
-/// are large enough (> 7 x 2 Mflop) to be split across all of them.
+/// are large enough (> 7 x 2 Mflop) to be split across all of them; the second has A transposed,
+/// the third B.
 template <class TA, class TB, class TC>
-void check_thread_invariance() {
+void check_thread_invariance(const std::vector<shape>& shapes = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}}) {
   INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
   thread_count_scope restore;
-  const shape shapes[] = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}};
-  for (std::size_t s = 0; s < std::size(shapes); ++s) {
+  for (std::size_t s = 0; s < shapes.size(); ++s) {
     const bool trans_a = s == 1, trans_b = s == 2;
     INFO(describe(shapes[s], trans_a, trans_b, {0.75f, -0.5f}));
     fixed_problem<TA, TB, TC> problem(shapes[s], trans_a, trans_b);
@@ -561,6 +561,28 @@ TEST_CASE("span overloads check the sizes") {
   CHECK(c16 == std::vector<float>(16, 9.0f));
 }
 
+TEST_CASE("native bfloat16 blocking: kc from the L2 size, in whole 32-element steps, 256 to 1024") {
+  namespace kd = kernels::detail;
+  CHECK(kd::native_bf16_gemm_blocks(1 << 20).kc == 1024);        // Zen 4/5, Sapphire Rapids: 1 MiB or more
+  CHECK(kd::native_bf16_gemm_blocks(std::size_t{2} << 20).kc == 1024);
+  CHECK(kd::native_bf16_gemm_blocks(512 << 10).kc == 896);       // A block 144 x 896 bfloat16 = 252 KiB
+  CHECK(kd::native_bf16_gemm_blocks(256 << 10).kc == 448);
+  CHECK(kd::native_bf16_gemm_blocks(64 << 10).kc == 256);        // at least 256
+  for (std::size_t l2 : {std::size_t{100000}, std::size_t{777777}, std::size_t{3} << 20}) {
+    const kd::gemm_blocks blocks = kd::native_bf16_gemm_blocks(l2);
+    CHECK(blocks.kc % 32 == 0);
+    CHECK(blocks.mc == kd::highway_gemm_blocks.mc);
+    CHECK(blocks.nc == kd::highway_gemm_blocks.nc);
+  }
+  // What this machine reports (or the 512 KiB fallback) is in the accepted range; computed once.
+  const std::size_t l2 = kd::detect_l2_cache_size();
+  CHECK(l2 >= (64 << 10));
+  CHECK(l2 <= (64 << 20));
+  CHECK(&kd::native_bf16_gemm_blocks() == &kd::native_bf16_gemm_blocks());
+  CHECK(kd::native_bf16_gemm_blocks().kc == kd::native_bf16_gemm_blocks(l2).kc);
+  MESSAGE("native bfloat16 GEMM blocks here: L2 ", l2, " bytes, kc ", kd::native_bf16_gemm_blocks().kc);
+}
+
 TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most the threads given") {
   for (std::size_t threads : {1, 2, 3, 4, 7, 16, 64}) {
     for (const shape sh : {shape{1, 1, 1}, shape{1000, 1, 1000}, shape{1, 1000, 3}, shape{256, 256, 256},
@@ -584,6 +606,13 @@ TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most th
   CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 2).tasks() == 2);
   CHECK(kernels::detail::gemm_split(512, 512, 512, 6, 16, 4).tasks() == 4);
   CHECK(kernels::detail::gemm_split(16, 16, 16, 6, 16, 4).tasks() == 1);
+  // 256 rows are 21 1/3 twelve-row tiles: halving them leaves 11 tiles against 10 1/3; the
+  // columns (8 panels of 32) halve exactly, and that split is taken.
+  const kernels::detail::gemm_split square(256, 256, 256, 12, 32, 2);
+  REQUIRE(square.tasks() == 2);
+  CHECK(square.rows(0).size() == 256);
+  CHECK(square.columns(0).size() == 128);
+  CHECK(square.columns(1).size() == 128);
 }
 
 TEST_CASE("thread pool: every task runs once, exceptions reach the caller, nested runs work") {
@@ -618,37 +647,60 @@ TEST_CASE("set_num_threads / num_threads") {
   CHECK(kernels::num_threads() == std::max(1u, std::thread::hardware_concurrency()));
 }
 
-TEST_CASE("native bfloat16 pair packing: layout, odd depth and padding") {
-  // Element (lane, p) = lane * 100 + p + 1, stored both ways.
-  const std::size_t lanes = 13, depth = 7, width = 12, ld = 20;
-  std::vector<bfloat16> depth_major(depth * ld, bfloat16(nan_f)), lane_major(lanes * ld, bfloat16(nan_f));
-  for (std::size_t l = 0; l < lanes; ++l) {
-    for (std::size_t p = 0; p < depth; ++p) {
-      depth_major[p * ld + l] = bfloat16(static_cast<float>(l * 100 + p + 1));
-      lane_major[l * ld + p] = bfloat16(static_cast<float>(l * 100 + p + 1));
-    }
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
+TEST_CASE("native bfloat16 pair packing (AVX-512): layout, odd depth, ragged panels and padding, both layouts") {
+  if (!kernels::detail::native_bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX-512 BF16, so the native pair packing cannot run");
+    return;
   }
-  const std::size_t pairs = kernels::detail::native_bf16::pairs_of(depth);
-  REQUIRE(pairs == 4);
-  std::vector<std::uint32_t> from_lanes(2 * pairs * width), from_depth(2 * pairs * width);
-  kernels::detail::native_bf16::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, from_lanes.data());
-  kernels::detail::native_bf16::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, from_depth.data());
-  const auto element = [&](std::size_t lane, std::size_t p) -> std::uint32_t {
-    if (lane >= lanes || p >= depth) return 0;
-    return bfloat16(static_cast<float>(lane * 100 + p + 1)).to_bits();
-  };
-  for (std::size_t panel = 0; panel < 2; ++panel) {
-    for (std::size_t q = 0; q < pairs; ++q) {
-      for (std::size_t l = 0; l < width; ++l) {
-        const std::size_t lane = panel * width + l;
-        const std::uint32_t expected = element(lane, 2 * q) | element(lane, 2 * q + 1) << 16;
-        INFO("panel ", panel, " pair ", q, " lane ", l);
-        REQUIRE(from_lanes[(panel * pairs + q) * width + l] == expected);
-        REQUIRE(from_depth[(panel * pairs + q) * width + l] == expected);
+  namespace nb = kernels::detail::native_bf16;
+  // Element (lane, p) = lane * 100 + p + 1 (exact in bfloat16 up to 256, then rounded: the bits
+  // are compared), stored both ways with NaN between the rows. Depths around the 16-pair blocks
+  // of the transposing path and the odd end; lane counts around the panel widths of A (12) and B (32).
+  for (const std::size_t width : {nb::tile_rows, nb::tile_columns}) {
+    for (const std::size_t lanes : {1, 11, 12, 13, 31, 32, 33, 45}) {
+      for (const std::size_t depth : {1, 2, 7, 31, 32, 33, 64, 70}) {
+        INFO("width ", width, ", lanes ", lanes, ", depth ", depth);
+        const std::size_t ld = std::max(lanes, depth) + 3;
+        std::vector<bfloat16> depth_major(depth * ld, bfloat16(nan_f)), lane_major(lanes * ld, bfloat16(nan_f));
+        const auto element = [&](std::size_t lane, std::size_t p) -> std::uint32_t {
+          if (lane >= lanes || p >= depth) return 0;
+          return bfloat16(static_cast<float>(lane * 100 + p + 1)).to_bits();
+        };
+        for (std::size_t l = 0; l < lanes; ++l) {
+          for (std::size_t p = 0; p < depth; ++p) {
+            depth_major[p * ld + l] = bfloat16::from_bits(static_cast<std::uint16_t>(element(l, p)));
+            lane_major[l * ld + p] = bfloat16::from_bits(static_cast<std::uint16_t>(element(l, p)));
+          }
+        }
+        const std::size_t pairs = nb::pairs_of(depth);
+        REQUIRE(pairs == (depth + 1) / 2);
+        const std::size_t panels = (lanes + width - 1) / width;
+        // One extra pair row of sentinels after the panels: nothing is written past them.
+        const std::uint32_t sentinel = 0xdeadbeef;
+        std::vector<std::uint32_t> from_lanes((panels * pairs + 1) * width, sentinel), from_depth = from_lanes;
+        nb::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, from_lanes.data());
+        nb::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, from_depth.data());
+        for (std::size_t panel = 0; panel < panels; ++panel) {
+          for (std::size_t q = 0; q < pairs; ++q) {
+            for (std::size_t l = 0; l < width; ++l) {
+              const std::size_t lane = panel * width + l;
+              const std::uint32_t expected = element(lane, 2 * q) | element(lane, 2 * q + 1) << 16;
+              INFO("panel ", panel, " pair ", q, " lane ", l);
+              REQUIRE(from_lanes[(panel * pairs + q) * width + l] == expected);
+              REQUIRE(from_depth[(panel * pairs + q) * width + l] == expected);
+            }
+          }
+        }
+        for (std::size_t l = 0; l < width; ++l) {
+          REQUIRE(from_lanes[panels * pairs * width + l] == sentinel);
+          REQUIRE(from_depth[panels * pairs * width + l] == sentinel);
+        }
       }
     }
   }
 }
+#endif
 
 TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and within the bound") {
   struct native_switch_scope {
@@ -668,8 +720,12 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
     return;
   }
   kernels::target_scope avx3("AVX3");
-  const std::vector<shape> shapes{{1, 1, 1},     {7, 13, 17},  {1000, 1, 1000}, {1, 1000, 3},   {12, 32, 255},
-                                  {13, 33, 257}, {25, 65, 513}, {145, 47, 300},  {37, 1025, 19}, {577, 9, 20}};
+  // Depth blocks of this machine's kc (from its L2 size), and edges of every block size the
+  // kernel runs (4, 8, 12 rows; 16, 32 columns).
+  const std::size_t kc = kernels::detail::native_bf16_gemm_blocks().kc;
+  const std::vector<shape> shapes{{1, 1, 1},      {7, 13, 17},   {1000, 1, 1000}, {1, 1000, 3},   {12, 32, 255},
+                                  {13, 33, 257},  {25, 65, 513}, {145, 47, 300},  {37, 1025, 19}, {577, 9, 20},
+                                  {20, 40, kc + 1}, {4, 16, 2 * kc + 3}, {256, 10, 64}};
   for (bool native : {true, false}) {
     const char* const kernel = native ? "native vdpbf16ps kernel" : "Highway AVX3 kernel";
     INFO(kernel);
@@ -677,9 +733,11 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
     REQUIRE(kernels::detail::gemm_uses_native_bf16() == native);
     check_random<bfloat16, bfloat16, float>(shapes, 0, 400, false);
     check_random<bfloat16, bfloat16, bfloat16>(shapes, 3, 401, false);
-    check_exact<bfloat16, bfloat16, float>({{13, 33, 7}, {145, 40, 257}, {20, 1025, 30}}, 402, false);
+    check_exact<bfloat16, bfloat16, float>({{13, 33, 7}, {145, 40, 257}, {20, 1025, 30}, {30, 50, kc + 1}}, 402,
+                                           false);
     check_exact<bfloat16, bfloat16, bfloat16>({{13, 33, 7}, {577, 9, 20}}, 403, false);
     check_thread_invariance<bfloat16, bfloat16, float>();
     check_thread_invariance<bfloat16, bfloat16, bfloat16>();
+    check_thread_invariance<bfloat16, bfloat16, float>({{100, 140, kc + 3}, {150, 100, kc + 5}});
   }
 }

@@ -1,33 +1,75 @@
-// Target-independent pieces of the GEMM: cache blocking, the split of C across threads, each
-// thread's packing workspace, and how a finished tile updates its destination.
+// Target-independent pieces of the GEMM: cache blocking (for the native bfloat16 kernel, from the
+// L2 size this CPU reports), the split of C across threads, each thread's packing workspace, and
+// how a finished tile updates its destination.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <new>
 
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // sysconf
+#endif
+
 namespace mixprec::kernels::detail {
 
 // Cache blocking: the Goto/BLIS loop nest (columns by nc, depth by kc, rows by mc, then
-// micro-tiles). Chosen for the development machine, an AMD Zen 3 with 32 KiB L1d and 512 KiB L2
-// per core and a 32 MiB shared L3:
-//  - kc = 256: a packed B micro-panel (kc x nr: 16 KiB of floats for the 6 x 16 AVX2 tile, and
-//    16 KiB of bf16 pairs for the 12 x 32 native one) stays in L1 while every A micro-panel of
-//    the block streams past it;
-//  - mc = 144 (24 six-row or 12 twelve-row panels): the packed A block, mc x kc floats = 144 KiB,
-//    stays in L2 while the B micro-panels go by;
+// micro-tiles). The depth blocks of every GEMM start at 0 and are kc long whatever the thread
+// count, so each C element is reduced in the same order however C is split: results are
+// bit-identical for any number of threads (on one machine: the native bfloat16 kernel's kc
+// depends on its cache sizes).
+struct gemm_blocks {
+  std::size_t kc;  // depth
+  std::size_t mc;  // rows of op(A) packed at once
+  std::size_t nc;  // columns of op(B) packed at once
+};
+
+// The Highway kernels' blocks, chosen on an AMD Zen 3 (32 KiB L1d, 512 KiB L2 per core, 32 MiB
+// L3) and kept everywhere, so float results do not depend on the machine:
+//  - kc = 256: a packed B micro-panel (kc x nr: 16 KiB of floats for the 6 x 16 AVX2 tile)
+//    stays in L1 while every A micro-panel of the block streams past it;
+//  - mc = 144 (24 six-row panels): the packed A block, mc x kc floats = 144 KiB, stays in L2
+//    while the B micro-panels go by;
 //  - nc = 1024: the packed B panel, kc x nc floats = 1 MiB, stays in L3; A is packed once per
 //    nc columns, which is negligible next to the 2 * nc flops done per packed element.
-// The depth blocks of every GEMM start at 0 and are kc long whatever the thread count, so each C
-// element is reduced in the same order however C is split: results are bit-identical for any
-// number of threads.
-inline constexpr std::size_t gemm_depth_block = 256;   // kc
-inline constexpr std::size_t gemm_row_block = 144;     // mc
-inline constexpr std::size_t gemm_column_block = 1024;  // nc
+inline constexpr gemm_blocks highway_gemm_blocks{256, 144, 1024};
+
 // A 16-bit C is rounded once, at the end: its sums build up in a float buffer of at most this
 // many rows by nc columns (2.25 MiB). B is packed again for every such row chunk, which costs
 // about 1 / (2 * 576) of the flops.
-inline constexpr std::size_t gemm_accumulator_rows = 4 * gemm_row_block;
+inline constexpr std::size_t gemm_accumulator_rows = 576;
+
+/// The per-core L2 cache size in bytes the C library reports (glibc reads CPUID); a size
+/// outside [64 KiB, 64 MiB] (unknown, or nonsense from a hypervisor) is replaced by 512 KiB.
+inline std::size_t detect_l2_cache_size() {
+  long reported = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  constexpr long low = 64 << 10, high = 64 << 20;
+  return reported >= low && reported <= high ? static_cast<std::size_t>(reported) : std::size_t{512} << 10;
+}
+
+/// The native bfloat16 kernel's blocks for a core with `l2_bytes` of L2. Its micro-kernel streams its
+/// B micro-panel and A panel at 176 bytes per 24 vdpbf16ps, which L2 feeds at full speed on every
+/// AVX-512 BF16 core (measured on Zen 5: kc 256 -> 1024 is +4% at 1024^3, though a 1024-deep B
+/// micro-panel is 64 KiB, more than L1): what a depth block costs is reading and writing its C
+/// tiles, so kc is as deep as lets the packed A block (mc x kc bfloat16, mc = 144) take half of
+/// L2, in whole 32-element steps, at least 256 and at most 1024 (the C traffic is then < 1% of
+/// the work). 1 MiB of L2 (Zen 4/5, Cooper Lake, Sapphire Rapids) gives 1024; the fallback's
+/// 512 KiB gives 896. mc and nc are the Highway kernels' (measured: mc 48-252 and nc 512-1024
+/// within 1% here).
+inline gemm_blocks native_bf16_gemm_blocks(std::size_t l2_bytes) {
+  constexpr gemm_blocks base = highway_gemm_blocks;
+  const std::size_t fitting = l2_bytes / 2 / (base.mc * 2) / 32 * 32;
+  return {std::clamp<std::size_t>(fitting, 256, 1024), base.mc, base.nc};
+}
+
+/// This machine's native bfloat16 blocks, computed once.
+inline const gemm_blocks& native_bf16_gemm_blocks() {
+  static const gemm_blocks blocks = native_bf16_gemm_blocks(detect_l2_cache_size());
+  return blocks;
+}
 
 /// What a finished tile of sums does to its destination D (C, or the float accumulators of a
 /// 16-bit C): D += alpha * sums when `accumulate` (every depth block after the first), else
@@ -70,9 +112,13 @@ class gemm_split {
       const std::size_t row_tiles = std::min(threads / column_tiles, row_units);
       const std::size_t rows = ceil_div(row_units, row_tiles) * tile_rows;
       const std::size_t columns = ceil_div(column_units, column_tiles) * tile_columns;
-      const double cost = (static_cast<double>(rows) * static_cast<double>(columns) +
-                           8.0 * static_cast<double>(rows + columns)) *
-                          static_cast<double>(k);
+      // The largest rectangle is at most C: a split into one whole-tile-rounded part (256 rows
+      // in one 264-row part) costs its real size, so that it does not lose to a split that
+      // leaves the threads unequal parts (132 and 124 rows).
+      const double largest_rows = static_cast<double>(std::min(rows, m));
+      const double largest_columns = static_cast<double>(std::min(columns, n));
+      const double cost =
+          (largest_rows * largest_columns + 8.0 * (largest_rows + largest_columns)) * static_cast<double>(k);
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;
         rows_per_tile_ = rows;

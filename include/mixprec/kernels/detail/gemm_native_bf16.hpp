@@ -4,6 +4,9 @@
 // AVX3 (or better) code and only after checking the CPU (cpu_supports()), so forcing a lower
 // target never runs it.
 //
+// The pair packing is vectorized too (AVX-512BW permutes and 16 x 16 transposes), so the whole
+// native path needs the CPU check.
+//
 // vdpbf16ps multiplies pairs of bfloat16 exactly and adds both products to a float accumulator
 // (each addition rounded to nearest even; denormal inputs and outputs are flushed to zero). So A
 // and B are packed as pairs of consecutive depth elements in one 32-bit lane: lane l of pair q
@@ -13,62 +16,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include <mixprec/core/detail/x86_intrinsics.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/detail/gemm_blocking.hpp>
-
-namespace mixprec::kernels::detail::native_bf16 {
-
-inline constexpr std::size_t tile_rows = 12;     // 12 x 2 accumulators of 16 floats: 24 of 32 zmm
-inline constexpr std::size_t tile_columns = 32;
-
-inline std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
-
-/// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
-/// dst[(panel * pairs_of(depth) + q) * width + l] holds elements (panel * width + l, 2q) and
-/// (panel * width + l, 2q + 1). Element (lane, p) is at src[lane * lane_stride + p * depth_stride];
-/// one of the strides is 1 (the other is the leading dimension). Plain C++: it runs (and is
-/// tested) on every CPU; only the micro-kernel needs AVX-512 BF16.
-inline void pack_pairs(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-                       std::size_t depth, std::size_t width, std::uint32_t* dst) {
-  const std::size_t pairs = pairs_of(depth);
-  const std::size_t full_pairs = depth / 2;
-  const auto bits = [](bfloat16 x) { return static_cast<std::uint32_t>(x.to_bits()); };
-  for (std::size_t first = 0; first < lanes; first += width, dst += pairs * width) {
-    const std::size_t count = std::min(width, lanes - first);
-    const bfloat16* panel = src + first * lane_stride;
-    if (depth_stride == 1) {  // each lane's depth elements are contiguous: a pair is one 32-bit load
-      // The panel's lanes are read side by side (a stream each), the packed rows written in order.
-      for (std::size_t q = 0; q < full_pairs; ++q) {
-        for (std::size_t l = 0; l < count; ++l) {
-          std::uint32_t pair;
-          std::memcpy(&pair, panel + l * lane_stride + 2 * q, sizeof pair);  // little-endian: 2q is the low half
-          dst[q * width + l] = pair;
-        }
-      }
-      if (pairs != full_pairs) {
-        for (std::size_t l = 0; l < count; ++l) dst[full_pairs * width + l] = bits(panel[l * lane_stride + depth - 1]);
-      }
-    } else {  // the lanes of one depth element are contiguous: interleave two rows
-      for (std::size_t q = 0; q < full_pairs; ++q) {
-        const bfloat16* low = panel + 2 * q * depth_stride;
-        const bfloat16* high = low + depth_stride;
-        for (std::size_t l = 0; l < count; ++l)
-          dst[q * width + l] = bits(low[l * lane_stride]) | bits(high[l * lane_stride]) << 16;
-      }
-      if (pairs != full_pairs) {
-        const bfloat16* low = panel + (depth - 1) * depth_stride;
-        for (std::size_t l = 0; l < count; ++l) dst[full_pairs * width + l] = bits(low[l * lane_stride]);
-      }
-    }
-    for (std::size_t q = 0; q < pairs; ++q)
-      for (std::size_t l = count; l < width; ++l) dst[q * width + l] = 0;
-  }
-}
-
-}  // namespace mixprec::kernels::detail::native_bf16
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define MIXPREC_KERNELS_HAVE_NATIVE_BF16 1
@@ -77,6 +28,125 @@ inline void pack_pairs(const bfloat16* src, std::size_t lane_stride, std::size_t
 #define MIXPREC_KERNELS_NATIVE_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace mixprec::kernels::detail::native_bf16 {
+
+inline constexpr std::size_t tile_rows = 12;     // 12 x 2 accumulators of 16 floats: 24 of 32 zmm
+inline constexpr std::size_t tile_columns = 32;
+
+inline std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
+
+/// The first min(count, 32) 16-bit elements at p, zeros after them (nothing past them is read).
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m512i load_halves(const bfloat16* p, std::size_t count) {
+  const __mmask32 mask = count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << count) - 1);
+  return _mm512_maskz_loadu_epi16(mask, p);
+}
+
+/// Stores the first min(count, 16) 32-bit lanes of v at p.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void store_pairs(std::uint32_t* p, __m512i v, std::size_t count) {
+  if (count >= 16) return _mm512_storeu_si512(p, v);
+  _mm512_mask_storeu_epi32(p, static_cast<__mmask16>((1u << count) - 1), v);
+}
+
+/// Transposes a 16 x 16 matrix of 32-bit elements held in 16 registers (row i in rows[i]).
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void transpose_16x16(__m512i rows[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {  // within each 128-bit lane: 32-bit elements of row pairs
+    t[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // then 64-bit: rows[i + c] holds rows i..i+3 of columns 4L + c
+    rows[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    rows[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    rows[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    rows[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {  // then 128-bit lanes: column 4L + c gathers lane L of rows[c], [4 + c], ...
+    const __m512i even_low = _mm512_shuffle_i32x4(rows[c], rows[4 + c], 0x88);
+    const __m512i odd_low = _mm512_shuffle_i32x4(rows[c], rows[4 + c], 0xdd);
+    const __m512i even_high = _mm512_shuffle_i32x4(rows[8 + c], rows[12 + c], 0x88);
+    const __m512i odd_high = _mm512_shuffle_i32x4(rows[8 + c], rows[12 + c], 0xdd);
+    t[c] = _mm512_shuffle_i32x4(even_low, even_high, 0x88);
+    t[4 + c] = _mm512_shuffle_i32x4(odd_low, odd_high, 0x88);
+    t[8 + c] = _mm512_shuffle_i32x4(even_low, even_high, 0xdd);
+    t[12 + c] = _mm512_shuffle_i32x4(odd_low, odd_high, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) rows[i] = t[i];
+}
+
+/// pack_pairs where each lane's depth elements are contiguous (depth_stride == 1), so a pair is one
+/// 32-bit element: panel by panel, 16 lanes x 16 pairs are loaded (16 streams), transposed in
+/// registers and stored as 16 pair rows.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bfloat16* src, std::size_t lane_stride,
+                                                                      std::size_t lanes, std::size_t depth,
+                                                                      std::size_t width, std::uint32_t* dst) {
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t first = 0; first < lanes; first += width, dst += pairs * width) {
+    const std::size_t count = std::min(width, lanes - first);
+    const bfloat16* panel = src + first * lane_stride;
+    for (std::size_t group = 0; group < width; group += 16) {
+      const std::size_t group_lanes = count > group ? std::min<std::size_t>(16, count - group) : 0;
+      for (std::size_t q0 = 0; q0 < pairs; q0 += 16) {
+        __m512i block[16];
+        for (std::size_t l = 0; l < 16; ++l) {
+          block[l] = l < group_lanes ? load_halves(panel + (group + l) * lane_stride + 2 * q0, depth - 2 * q0)
+                                     : _mm512_setzero_si512();
+        }
+        transpose_16x16(block);
+        const std::size_t block_pairs = std::min<std::size_t>(16, pairs - q0);
+        for (std::size_t q = 0; q < block_pairs; ++q)
+          store_pairs(dst + (q0 + q) * width + group, block[q], width - group);
+      }
+    }
+  }
+}
+
+/// pack_pairs where the lanes of one depth element are contiguous (lane_stride == 1): two depth
+/// rows are interleaved by a permute, 32 lanes at a time. Row pair by row pair, across every
+/// panel, so that the source is read in order (walking one panel down the depth would touch a
+/// new cache line, often a new page, per row).
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfloat16* src, std::size_t depth_stride,
+                                                                       std::size_t lanes, std::size_t depth,
+                                                                       std::size_t width, std::uint32_t* dst) {
+  // Lane l of a depth row pair goes to 32-bit lane l: its low row's element in the low half.
+  alignas(64) static constexpr std::uint16_t interleave_low[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                   37, 6, 38, 7, 39, 8, 40, 9,  41, 10, 42,
+                                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr std::uint16_t interleave_high[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                                    53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                                    27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low_index = _mm512_load_si512(interleave_low);
+  const __m512i high_index = _mm512_load_si512(interleave_high);
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t q = 0; q < pairs; ++q) {
+    const bfloat16* low_row = src + 2 * q * depth_stride;
+    const bool has_high = 2 * q + 1 < depth;  // an odd depth ends with a zero
+    std::uint32_t* out_row = dst + q * width;
+    for (std::size_t first = 0; first < lanes; first += width, out_row += pairs * width) {
+      const std::size_t count = std::min(width, lanes - first);
+      for (std::size_t group = 0; group < width; group += 32) {
+        const std::size_t group_lanes = count > group ? count - group : 0;
+        const __m512i low = load_halves(low_row + first + group, group_lanes);
+        const __m512i high =
+            has_high ? load_halves(low_row + depth_stride + first + group, group_lanes) : _mm512_setzero_si512();
+        std::uint32_t* out = out_row + group;
+        store_pairs(out, _mm512_permutex2var_epi16(low, low_index, high), width - group);
+        if (width - group > 16)
+          store_pairs(out + 16, _mm512_permutex2var_epi16(low, high_index, high), width - group - 16);
+      }
+    }
+  }
+}
+
+/// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
+/// dst[(panel * pairs_of(depth) + q) * width + l] holds elements (panel * width + l, 2q) and
+/// (panel * width + l, 2q + 1). Element (lane, p) is at src[lane * lane_stride + p * depth_stride];
+/// one of the strides is 1 (the other is the leading dimension). Nothing outside the elements is
+/// read.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, std::size_t lane_stride,
+                                                          std::size_t depth_stride, std::size_t lanes,
+                                                          std::size_t depth, std::size_t width, std::uint32_t* dst) {
+  if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, dst);
+  pack_pairs_interleaving(src, depth_stride, lanes, depth, width, dst);
+}
 
 /// The CPU has AVX-512 F/BW/VL and BF16. (Highway's AVX3 target, which the caller also requires,
 /// checks that the OS saves the AVX-512 registers.)
@@ -98,28 +168,48 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void update_vector(float* out, __m512 
   }
 }
 
-/// One 12 x 32 tile: sums over `pairs` packed pairs of an A panel (12 lanes per pair) and a B
-/// panel (32 lanes per pair), then `update` of dst (row stride ldd).
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_tile(std::size_t pairs, const std::uint32_t* a,
-                                                             const std::uint32_t* b, float* dst, std::size_t ldd,
-                                                             gemm_tile_update update) {
-  __m512 sums[tile_rows][2];
+/// The first Rows x (16 * Vectors) of a 12 x 32 tile: sums over `pairs` packed pairs of an A panel
+/// (12 lanes per pair) and a B panel (32 lanes per pair), then `update` of dst (row stride ldd).
+/// Each sum sees the same operations whatever part of the tile is computed.
+template <std::size_t Rows, std::size_t Vectors>
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_block(std::size_t pairs, const std::uint32_t* a,
+                                                              const std::uint32_t* b, float* dst, std::size_t ldd,
+                                                              const gemm_tile_update& update) {
+  __m512 sums[Rows][Vectors];
 #pragma GCC unroll 12
-  for (std::size_t r = 0; r < tile_rows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t v = 0; v < Vectors; ++v) sums[r][v] = _mm512_setzero_ps();
   for (std::size_t q = 0; q < pairs; ++q, a += tile_rows, b += tile_columns) {
-    const __m512bh b_low = (__m512bh)_mm512_loadu_si512(b);        // columns 0..15
-    const __m512bh b_high = (__m512bh)_mm512_loadu_si512(b + 16);  // columns 16..31
+    __m512bh b_pairs[Vectors];  // columns 16v .. 16v + 15
+    for (std::size_t v = 0; v < Vectors; ++v) b_pairs[v] = (__m512bh)_mm512_loadu_si512(b + 16 * v);
 #pragma GCC unroll 12
-    for (std::size_t r = 0; r < tile_rows; ++r) {
+    for (std::size_t r = 0; r < Rows; ++r) {
       const __m512bh a_pair = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r]));
-      sums[r][0] = _mm512_dpbf16_ps(sums[r][0], a_pair, b_low);
-      sums[r][1] = _mm512_dpbf16_ps(sums[r][1], a_pair, b_high);
+      for (std::size_t v = 0; v < Vectors; ++v) sums[r][v] = _mm512_dpbf16_ps(sums[r][v], a_pair, b_pairs[v]);
     }
   }
 #pragma GCC unroll 12
-  for (std::size_t r = 0; r < tile_rows; ++r) {
-    update_vector(dst + r * ldd, sums[r][0], update);
-    update_vector(dst + r * ldd + 16, sums[r][1], update);
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t v = 0; v < Vectors; ++v) update_vector(dst + r * ldd + 16 * v, sums[r][v], update);
+}
+
+/// At least the first `rows` x `columns` of a 12 x 32 tile (see multiply_block): a ragged edge
+/// tile (the 4 rows left of a batch of 256, the 10 columns of a classifier) runs the smallest
+/// block of 4, 8 or 12 rows and 16 or 32 columns that covers it.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_tile(std::size_t pairs, const std::uint32_t* a,
+                                                             const std::uint32_t* b, float* dst, std::size_t ldd,
+                                                             gemm_tile_update update, std::size_t rows,
+                                                             std::size_t columns) {
+  const bool two_vectors = columns > 16;
+  if (rows > 8) {
+    two_vectors ? multiply_block<12, 2>(pairs, a, b, dst, ldd, update)
+                : multiply_block<12, 1>(pairs, a, b, dst, ldd, update);
+  } else if (rows > 4) {
+    two_vectors ? multiply_block<8, 2>(pairs, a, b, dst, ldd, update)
+                : multiply_block<8, 1>(pairs, a, b, dst, ldd, update);
+  } else {
+    two_vectors ? multiply_block<4, 2>(pairs, a, b, dst, ldd, update)
+                : multiply_block<4, 1>(pairs, a, b, dst, ldd, update);
   }
 }
 

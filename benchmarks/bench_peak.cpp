@@ -1,0 +1,111 @@
+// The arithmetic peak of one core, the ceiling the GEMM benchmarks are measured against:
+// `vdpbf16ps` (AVX-512 BF16: 16 lanes x 2 bfloat16 products added to a float, 64 flops per
+// instruction) and the float32 fused multiply-add on zmm (AVX-512F, 32 flops) and ymm (AVX2 +
+// FMA, 16 flops). Each loop keeps 24 independent accumulators busy, more than latency x
+// throughput on any current core, so the instruction's throughput is what is measured. Each case
+// is compiled for its instruction set with a target attribute and skipped (with a message) on a
+// CPU without it. FLOPS is per second of the thread's CPU time (time the OS gave it to another
+// process does not count); still, run it while the machine is otherwise quiet.
+// First: GCC 12's false positive in its own AVX-512 intrinsics, silenced for that header alone.
+#include <mixprec/core/detail/x86_intrinsics.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+namespace {
+
+constexpr int accumulators = 24;
+constexpr std::int64_t steps_per_iteration = 1024;
+
+void set_flops(benchmark::State& state, double flops_per_instruction) {
+  state.counters["FLOPS"] = benchmark::Counter(flops_per_instruction * accumulators * steps_per_iteration,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One loop per instruction set, written out: a lambda or a template called from a function with
+// a target attribute does not inherit it, and the intrinsics need it.
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void dpbf16ps_zmm(benchmark::State& state) {
+  const __m512bh ones = (__m512bh)_mm512_set1_epi16(static_cast<short>(0x3f80));  // bfloat16 1.0
+  __m512 acc[accumulators];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  for (auto _ : state) {
+    for (std::int64_t s = 0; s < steps_per_iteration; ++s) {
+#pragma GCC unroll 24
+      for (int i = 0; i < accumulators; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], ones, ones);
+    }
+  }
+  float total = 0;
+  for (auto& a : acc) total += _mm512_reduce_add_ps(a);
+  benchmark::DoNotOptimize(total);
+  set_flops(state, 64);
+}
+
+__attribute__((target("avx512f"))) void fma_zmm(benchmark::State& state) {
+  const __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0.999f);
+  __m512 acc[accumulators];
+  for (auto& a : acc) a = x;
+  for (auto _ : state) {
+    for (std::int64_t s = 0; s < steps_per_iteration; ++s) {
+#pragma GCC unroll 24
+      for (int i = 0; i < accumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], y, x);
+    }
+  }
+  float total = 0;
+  for (auto& a : acc) total += _mm512_reduce_add_ps(a);
+  benchmark::DoNotOptimize(total);
+  set_flops(state, 32);
+}
+
+__attribute__((target("avx2,fma"))) void fma_ymm(benchmark::State& state) {
+  const __m256 x = _mm256_set1_ps(1.0f), y = _mm256_set1_ps(0.999f);
+  __m256 acc[accumulators];
+  for (auto& a : acc) a = x;
+  for (auto _ : state) {
+    for (std::int64_t s = 0; s < steps_per_iteration; ++s) {
+#pragma GCC unroll 24
+      for (int i = 0; i < accumulators; ++i) acc[i] = _mm256_fmadd_ps(acc[i], y, x);
+    }
+  }
+  __m256 sum = _mm256_setzero_ps();
+  for (auto& a : acc) sum = _mm256_add_ps(sum, a);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  benchmark::DoNotOptimize(lanes);
+  set_flops(state, 16);
+}
+
+bool cpu_has(const char* feature) {
+  __builtin_cpu_init();
+  if (__builtin_strcmp(feature, "avx512bf16") == 0)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  if (__builtin_strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/// Runs `body` if the CPU has `feature`, else skips the case saying why.
+void when_supported(benchmark::State& state, void (*body)(benchmark::State&), const char* feature) {
+  if (!cpu_has(feature)) {
+    state.SkipWithError((std::string("this CPU has no ") + feature).c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  body(state);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(when_supported, vdpbf16ps_zmm, &dpbf16ps_zmm, "avx512bf16")->Name("peak/vdpbf16ps_zmm");
+BENCHMARK_CAPTURE(when_supported, vfmadd_ps_zmm, &fma_zmm, "avx512f")->Name("peak/vfmadd_ps_zmm");
+BENCHMARK_CAPTURE(when_supported, vfmadd_ps_ymm, &fma_ymm, "avx2")->Name("peak/vfmadd_ps_ymm");
+
+#endif  // x86 with GCC or Clang
+
+BENCHMARK_MAIN();
