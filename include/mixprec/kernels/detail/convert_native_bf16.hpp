@@ -12,53 +12,57 @@
 #include <mixprec/kernels/detail/gemm_native_bf16.hpp>
 
 #ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include <mixprec/core/float16.hpp>
 
-namespace mixprec::kernels::detail::native_bf16 {
+// Its callers run AVX3 code, whose CPU check includes AVX-512 DQ (vfpclassps) too.
+#define MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
-/// Lanes holding a float32 subnormal: exponent field 0, mantissa not 0.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __mmask16 subnormal_lanes(__m512i bits) {
-  const __mmask16 exponent_zero = _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7F800000));
-  return _mm512_mask_test_epi32_mask(exponent_zero, bits, _mm512_set1_epi32(0x007FFFFF));
-}
+namespace mixprec::kernels::detail::native_bf16 {
 
 /// The bfloat16 encodings of 16 finite floats, rounded to nearest even on the integer bits: the top
 /// half of bits + 0x7FFF + (the top half's lowest bit).
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m256i round_top_halves(__m512i bits) {
+MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline __m256i round_top_halves(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
   const __m512i biased = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), odd);
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(biased, 16));
 }
 
 /// 32 floats (low: elements 0..15, high: 16..31) -> 32 bfloat16 encodings, as cast<bfloat16>.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m512i round_32(__m512 low, __m512 high) {
+MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline __m512i round_32(__m512 low, __m512 high) {
   const __m512i converted = (__m512i)_mm512_cvtne2ps_pbh(high, low);  // high goes to the upper half
-  const __m512i low_bits = _mm512_castps_si512(low);
-  const __m512i high_bits = _mm512_castps_si512(high);
-  const __mmask32 subnormal = _cvtu32_mask32(_cvtmask16_u32(subnormal_lanes(low_bits)) |
-                                             (_cvtmask16_u32(subnormal_lanes(high_bits)) << 16));
-  if (__builtin_expect(_cvtmask32_u32(subnormal) == 0, 1)) return converted;
-  const __m512i exact = _mm512_inserti64x4(_mm512_castsi256_si512(round_top_halves(low_bits)),
-                                           round_top_halves(high_bits), 1);
-  return _mm512_mask_mov_epi16(converted, subnormal, exact);
+  constexpr int subnormal = 0x20;                                       // vfpclassps category
+  const __mmask16 low_subnormal = _mm512_fpclass_ps_mask(low, subnormal);
+  const __mmask16 high_subnormal = _mm512_fpclass_ps_mask(high, subnormal);
+  if (__builtin_expect(_kortestz_mask16_u8(low_subnormal, high_subnormal), 1)) return converted;
+  const __m512i exact = _mm512_inserti64x4(_mm512_castsi256_si512(round_top_halves(low)), round_top_halves(high), 1);
+  return _mm512_mask_mov_epi16(converted, _kunpackw_mask32(high_subnormal, low_subnormal), exact);
+}
+
+/// The first `count` (< 32) elements: masked loads (the missing lanes read as zeros), masked store.
+MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline void convert_few(const float* from, bfloat16* to, std::size_t count) {
+  const std::uint32_t lanes = (std::uint32_t{1} << count) - 1;
+  const __m512 low = _mm512_maskz_loadu_ps(_cvtu32_mask16(lanes & 0xFFFF), from);
+  const __m512 high = _mm512_maskz_loadu_ps(_cvtu32_mask16(lanes >> 16), from + 16);
+  _mm512_mask_storeu_epi16(to, _cvtu32_mask32(lanes), round_32(low, high));
 }
 
 /// to[i] = cast<bfloat16>(from[i]) for i < n, bit for bit.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void convert_from_f32(const float* from, bfloat16* to, std::size_t n) {
-  std::size_t i = 0;
+MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline void convert_from_f32(const float* from, bfloat16* to, std::size_t n) {
+  // A few elements first so that the stores are whole cache lines (64 bytes: 32 elements).
+  const std::size_t misalignment = (reinterpret_cast<std::uintptr_t>(to) % 64) / sizeof(bfloat16);
+  std::size_t i = std::min(n, (32 - misalignment) % 32);
+  if (i != 0) convert_few(from, to, i);
   for (; i + 32 <= n; i += 32) {
     const __m512i packed = round_32(_mm512_loadu_ps(from + i), _mm512_loadu_ps(from + i + 16));
-    _mm512_storeu_si512(to + i, packed);
+    _mm512_store_si512(to + i, packed);
   }
-  if (i == n) return;
-  // The last 1..31 elements: masked loads (the missing lanes read as zeros) and a masked store.
-  const std::uint32_t rest = (std::uint32_t{1} << (n - i)) - 1;
-  const __m512 low = _mm512_maskz_loadu_ps(_cvtu32_mask16(rest & 0xFFFF), from + i);
-  const __m512 high = _mm512_maskz_loadu_ps(_cvtu32_mask16(rest >> 16), from + i + 16);
-  _mm512_mask_storeu_epi16(to + i, _cvtu32_mask32(rest), round_32(low, high));
+  if (i != n) convert_few(from + i, to + i, n - i);
 }
 
 }  // namespace mixprec::kernels::detail::native_bf16
