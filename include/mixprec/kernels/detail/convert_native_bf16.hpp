@@ -41,7 +41,7 @@ MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline __m512i round_32(__m512 low, _
   const __mmask16 high_subnormal = _mm512_fpclass_ps_mask(high, subnormal);
   if (__builtin_expect(_kortestz_mask16_u8(low_subnormal, high_subnormal), 1)) return converted;
   const __m512i exact = _mm512_inserti64x4(_mm512_castsi256_si512(round_top_halves(low)), round_top_halves(high), 1);
-  return _mm512_mask_mov_epi16(converted, _kunpackw_mask32(high_subnormal, low_subnormal), exact);
+  return _mm512_mask_mov_epi16(converted, _mm512_kunpackw(high_subnormal, low_subnormal), exact);
 }
 
 /// The first `count` (< 32) elements: masked loads (the missing lanes read as zeros), masked store.
