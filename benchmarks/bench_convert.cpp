@@ -1,16 +1,20 @@
 // Conversions: mixprec::convert vs Eigen's .cast<>() vs a scalar loop vs memcpy of the same
-// bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N).
+// bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N). The _AVX2 and
+// _without_native_bf16 variants run what an AVX2-only CPU, or an AVX-512 CPU without BF16, runs.
 #include <benchmark/benchmark.h>
 
 #include "bench_common.hpp"
 
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include <Eigen/Core>
 
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/targets.hpp>
 
 namespace {
 
@@ -35,6 +39,25 @@ void BM_mixprec_convert(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_bytes(state, n * (sizeof(From) + sizeof(To)));
+}
+
+/// BM_mixprec_convert with the kernels forced to AVX2 (skipped where the CPU lacks it).
+template <class From, class To>
+void BM_mixprec_convert_AVX2(benchmark::State& state) {
+  try {
+    mixprec::kernels::target_scope scope("AVX2");
+    BM_mixprec_convert<From, To>(state);
+  } catch (const std::invalid_argument& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+/// BM_mixprec_convert on the best target without the native AVX-512 BF16 kernel.
+template <class From, class To>
+void BM_mixprec_convert_without_native_bf16(benchmark::State& state) {
+  mixprec::kernels::detail::set_native_bf16_enabled(false);
+  BM_mixprec_convert<From, To>(state);
+  mixprec::kernels::detail::set_native_bf16_enabled(true);
 }
 
 // Eigen's scalar types for the same formats (bit-compatible with mixprec's).
@@ -92,15 +115,20 @@ void sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 10)->Arg(1 << 16)->A
 }  // namespace
 
 BENCHMARK(BM_mixprec_convert<float, bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_convert_AVX2<float, bfloat16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_convert_without_native_bf16<float, bfloat16>)->Apply(sizes);
 BENCHMARK(BM_eigen_cast<float, bfloat16>)->Apply(sizes);
 BENCHMARK(BM_scalar_loop<float, bfloat16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_convert<bfloat16, float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_convert_AVX2<bfloat16, float>)->Apply(sizes);
 BENCHMARK(BM_eigen_cast<bfloat16, float>)->Apply(sizes);
 BENCHMARK(BM_scalar_loop<bfloat16, float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_convert<float, float16>)->Apply(sizes);
+BENCHMARK(BM_mixprec_convert_AVX2<float, float16>)->Apply(sizes);
 BENCHMARK(BM_eigen_cast<float, float16>)->Apply(sizes);
 BENCHMARK(BM_scalar_loop<float, float16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_convert<float16, float>)->Apply(sizes);
+BENCHMARK(BM_mixprec_convert_AVX2<float16, float>)->Apply(sizes);
 BENCHMARK(BM_eigen_cast<float16, float>)->Apply(sizes);
 BENCHMARK(BM_scalar_loop<float16, float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_convert<float, float8_e4m3fn>)->Apply(sizes);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/gemm.hpp>
 #include <mixprec/kernels/targets.hpp>
 
@@ -37,12 +38,18 @@ TEST_CASE("kernel coverage on this machine") {
     CHECK(std::find(compiled.begin(), compiled.end(), target) != compiled.end());
   CHECK(kernels::active_target() == supported.front());
 
-  // The native bfloat16 GEMM runs exactly when the CPU has AVX-512 BF16 and the AVX3 target is chosen.
+  // The native bfloat16 GEMM and conversion run exactly when the CPU has AVX-512 BF16 and the AVX3
+  // target is chosen.
   const bool avx3_active = kernels::active_target().starts_with("AVX3");
   CHECK(kernels::detail::native_bf16_supported() == avx512_bf16_cpu());
   CHECK(kernels::detail::gemm_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
+  CHECK(kernels::detail::convert_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
 
-  std::printf("mixprec coverage: targets run %s (compiled: %s); native bf16 GEMM (vdpbf16ps): %s\n",
+  const char* native_bf16 = avx512_bf16_cpu() ? "yes" : "no, the CPU has no AVX-512 BF16";
+  std::printf("mixprec coverage: targets run %s (compiled: %s); native bf16 GEMM (vdpbf16ps): %s; "
+              "native f32 -> bf16 (vcvtne2ps2bf16): %s; f16 conversions by F16C (AVX2 and better): %s\n",
               joined(supported).c_str(), joined(compiled).c_str(),
-              kernels::detail::gemm_uses_native_bf16() ? "yes" : "no, the CPU has no AVX-512 BF16");
+              kernels::detail::gemm_uses_native_bf16() ? "yes" : native_bf16,
+              kernels::detail::convert_uses_native_bf16() ? "yes" : native_bf16,
+              std::find(supported.begin(), supported.end(), "AVX2") != supported.end() ? "yes" : "no");
 }

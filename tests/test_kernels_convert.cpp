@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/gemm.hpp>
 
 #include "kernel_targets.hpp"
 
@@ -91,6 +92,35 @@ TEST_CASE("float -> bfloat16 / float16 / float8 on every target") {
     check_against_scalar<float, float8_e4m3fn>(x, overflow_mode::saturate);
     check_against_scalar<float, float8_e5m2>(x);
     check_against_scalar<float, float8_e5m2>(x, overflow_mode::saturate);
+  });
+}
+
+TEST_CASE("float -> bfloat16 without the native AVX-512 BF16 kernel, on every target") {
+  const auto x = float_inputs(200000);
+  kernels::detail::set_native_bf16_enabled(false);
+  for_each_target([&](const std::string&) {
+    CHECK_FALSE(kernels::detail::convert_uses_native_bf16());
+    check_against_scalar<float, bfloat16>(x);
+  });
+  kernels::detail::set_native_bf16_enabled(true);
+}
+
+TEST_CASE("float -> bfloat16: a subnormal in any lane among normal values rounds as the scalar cast") {
+  // vcvtne2ps2bf16 flushes subnormal inputs to zero; the native kernel redoes those lanes alone.
+  const float subnormals[] = {std::bit_cast<float>(0x00018000u), std::bit_cast<float>(0x80008000u),
+                              std::bit_cast<float>(0x0001FFFFu), std::bit_cast<float>(0x007FFFFFu),
+                              std::numeric_limits<float>::denorm_min()};
+  for_each_target([&](const std::string&) {
+    for (const float subnormal : subnormals) {
+      for (std::size_t lane = 0; lane < 67; ++lane) {
+        std::vector<float> x(67, 1.0f + 0x1p-8f);  // a tie: rounds to even, down
+        x[lane] = subnormal;
+        x[(lane + 5) % x.size()] = -0.0f;
+        std::vector<bfloat16> y(x.size());
+        convert<float, bfloat16>(x, y);
+        for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(y[i].to_bits() == bfloat16(x[i]).to_bits());
+      }
+    }
   });
 }
 

@@ -1,6 +1,10 @@
 // Per-target conversion kernels. Every format goes through one integer algorithm that mirrors
 // the scalar codec (core/detail/minifloat_codec.hpp), so the results are bit-identical on every
-// target, whatever Highway's own DemoteTo does there.
+// target, whatever Highway's own DemoteTo does there; except where the hardware rounds exactly
+// as the scalar cast does (the exhaustive test checks every float bit pattern on every path):
+// - float16 on AVX2 and better: F16C (Highway's DemoteTo / PromoteTo there are vcvtps2ph with
+//   the round-to-nearest-even immediate, not MXCSR, and vcvtph2ps);
+// - float -> bfloat16 on AVX3 with AVX-512 BF16: vcvtne2ps2bf16 (convert_native_bf16.hpp).
 #if defined(MIXPREC_KERNELS_CONVERT_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MIXPREC_KERNELS_CONVERT_INL_HPP_
 #undef MIXPREC_KERNELS_CONVERT_INL_HPP_
@@ -18,7 +22,21 @@
 #include <mixprec/core/float16.hpp>
 #include <mixprec/core/float8.hpp>
 #include <mixprec/kernels/detail/common-inl.hpp>
+#include <mixprec/kernels/detail/convert_native_bf16.hpp>
+#include <mixprec/kernels/detail/gemm_entry_points.hpp>
 #include <mixprec/kernels/detail/kernel_macros.hpp>
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define MIXPREC_KERNELS_CONVERT_F16C 1
+#else
+#define MIXPREC_KERNELS_CONVERT_F16C 0
+#endif
+// Like the native GEMM: compiled into the AVX3 (and better) code only.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && defined(MIXPREC_KERNELS_HAVE_NATIVE_BF16)
+#define MIXPREC_KERNELS_CONVERT_NATIVE_BF16 1
+#else
+#define MIXPREC_KERNELS_CONVERT_NATIVE_BF16 0
+#endif
 
 MIXPREC_KERNELS_BEGIN
 namespace hn = hwy::HWY_NAMESPACE;
@@ -28,6 +46,7 @@ using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
 using DU = hn::RebindToUnsigned<DF>;
 using DU16 = hn::Rebind<std::uint16_t, DF>;
+using DF16 = hn::Rebind<hwy::float16_t, DF>;
 using DU8 = hn::Rebind<std::uint8_t, DF>;
 using DI8 = hn::Rebind<std::int8_t, DF>;
 constexpr std::size_t kMaxFloatLanes = HWY_MAX_BYTES / sizeof(float);
@@ -131,6 +150,8 @@ template <class T>
 HWY_INLINE hn::Vec<DI> encode_as(hn::Vec<DF> v) {
   if constexpr (std::is_same_v<T, float>) return hn::BitCast(DI(), v);
   else if constexpr (std::is_same_v<T, bfloat16>) return encode_bfloat16(v);
+  else if constexpr (MIXPREC_KERNELS_CONVERT_F16C)
+    return hn::BitCast(DI(), hn::PromoteTo(DU(), hn::BitCast(DU16(), hn::DemoteTo(DF16(), v))));
   else return encode<T::format>(v, false);
 }
 template <class T>
@@ -141,13 +162,29 @@ HWY_INLINE void store_encoding(hn::Vec<DI> encoding, T* p) {
 /// Rounds float lanes to T and stores Lanes(DF()) elements.
 template <class T>
 HWY_INLINE void store_as(hn::Vec<DF> v, T* p) {
-  store_encoding(encode_as<T>(v), p);
+  if constexpr (std::is_same_v<T, float16> && MIXPREC_KERNELS_CONVERT_F16C)
+    hn::StoreU(hn::DemoteTo(DF16(), v), DF16(), reinterpret_cast<hwy::float16_t*>(p));
+  else store_encoding(encode_as<T>(v), p);
 }
+#if MIXPREC_KERNELS_CONVERT_F16C
+/// Lanes(DF()) float16 widened by vcvtph2ps. It sets the quiet bit of a signaling NaN, which the
+/// scalar cast keeps signaling (its payload shifted up): NaN lanes get the input's quiet bit back.
+HWY_INLINE hn::Vec<DF> widen_f16c(const float16* p) {
+  const auto widened = hn::PromoteTo(DF(), hn::LoadU(DF16(), reinterpret_cast<const hwy::float16_t*>(p)));
+  const auto nan = hn::IsNaN(widened);
+  if (HWY_LIKELY(hn::AllFalse(DF(), nan))) return widened;
+  const DI di;
+  const auto quiet_bit_cleared = hn::ShiftLeft<13>(hn::AndNot(load_u16_bits(p), hn::Set(di, 0x200)));
+  return hn::IfThenElse(nan, hn::BitCast(DF(), hn::Xor(hn::BitCast(di, widened), quiet_bit_cleared)), widened);
+}
+#endif
+
 /// Lanes(DF()) elements of T (float, bfloat16 or float16), widened exactly to float.
 template <class T>
 HWY_INLINE hn::Vec<DF> load_as_f32(const T* p) {
   if constexpr (std::is_same_v<T, float>) return load_f32(p);
   else if constexpr (std::is_same_v<T, bfloat16>) return hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(p)));
+  else if constexpr (MIXPREC_KERNELS_CONVERT_F16C) return widen_f16c(p);
   else return decode<T::format>(load_u16_bits(p));
 }
 
@@ -156,7 +193,20 @@ HWY_INLINE void map(const In* in, Out* out, std::size_t n, Block&& block) {
   for_each_block<kMaxFloatLanes>(in, out, n, hn::Lanes(DF()), block);
 }
 
+/// Whether float -> bfloat16 runs the native vcvtne2ps2bf16 kernel: it is compiled into this
+/// target, and the native bfloat16 GEMM's switch and CPU check allow it.
+bool native_bf16_conversion() {
+#if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
+  return mixprec::kernels::detail::native_bf16_enabled() && mixprec::kernels::detail::native_bf16_supported();
+#else
+  return false;
+#endif
+}
+
 void ConvertF32ToBF16(const float* from, bfloat16* to, std::size_t n) {
+#if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
+  if (native_bf16_conversion()) return mixprec::kernels::detail::native_bf16::convert_from_f32(from, to, n);
+#endif
   map(from, to, n, [](const float* in, bfloat16* out) { store_as(load_f32(in), out); });
 }
 void ConvertBF16ToF32(const bfloat16* from, float* to, std::size_t n) {
@@ -219,6 +269,11 @@ void QuantizeF32ToI8(const float* from, float scale, std::int8_t* to, std::size_
   });
 }
 
+bool ConvertUsesNativeBF16() { return native_bf16_conversion(); }
+
 MIXPREC_KERNELS_END
+
+#undef MIXPREC_KERNELS_CONVERT_F16C
+#undef MIXPREC_KERNELS_CONVERT_NATIVE_BF16
 
 #endif  // toggle guard

@@ -28,4 +28,9 @@ MIXPREC_KERNEL_API void convert_e5m2_to_f32(const float8_e5m2* from, float* to, 
 /// to[i] = clamp(round_half_even(from[i] * scale), -127, 127); NaN gives 0.
 MIXPREC_KERNEL_API void quantize_f32_to_i8(const float* from, float scale, std::int8_t* to, std::size_t n);
 
+/// Whether convert_f32_to_bf16 called now runs the native AVX-512 BF16 kernel (vcvtne2ps2bf16). It
+/// does under the native bfloat16 GEMM's conditions, and its switch turns both off
+/// (gemm_entry_points.hpp: set_native_bf16_enabled).
+MIXPREC_KERNEL_API bool convert_uses_native_bf16();
+
 }  // namespace mixprec::kernels::detail

@@ -18,6 +18,7 @@ HWY_EXPORT(ConvertE4M3ToF32);
 HWY_EXPORT(ConvertF32ToE5M2);
 HWY_EXPORT(ConvertE5M2ToF32);
 HWY_EXPORT(QuantizeF32ToI8);
+HWY_EXPORT(ConvertUsesNativeBF16);
 
 namespace detail {
 
@@ -57,6 +58,7 @@ MIXPREC_KERNEL_API void convert_e5m2_to_f32(const float8_e5m2* from, float* to, 
 MIXPREC_KERNEL_API void quantize_f32_to_i8(const float* from, float scale, std::int8_t* to, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(QuantizeF32ToI8)(from, scale, to, n);
 }
+MIXPREC_KERNEL_API bool convert_uses_native_bf16() { return HWY_DYNAMIC_DISPATCH(ConvertUsesNativeBF16)(); }
 
 }  // namespace detail
 }  // namespace mixprec::kernels
