@@ -1,4 +1,4 @@
-// Conversions: mixprec::convert vs Eigen's .cast<>() vs a scalar loop vs memcpy of the same
+// Conversions: mixprec::kernels::convert vs Eigen's .cast<>() vs a scalar loop vs memcpy of the same
 // bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N).
 #include <benchmark/benchmark.h>
 
@@ -30,7 +30,7 @@ void BM_mixprec_convert(benchmark::State& state) {
   const auto from = random_values<From>(n);
   std::vector<To> to(n);
   for (auto _ : state) {
-    mixprec::convert<From, To>(from, to);
+    mixprec::kernels::convert<From, To>(from, to);
     benchmark::DoNotOptimize(to.data());
     benchmark::ClobberMemory();
   }

@@ -64,8 +64,8 @@ TEST_CASE("every float bit pattern narrows to bfloat16 and float16 exactly as th
       kernels::target_scope scope(targets[t]);
       parallel_for(chunk, [&](std::size_t begin, std::size_t end) {
         const std::span<const float> part(input.data() + begin, end - begin);
-        convert<float, bfloat16>(part, std::span(bf16_got.data() + begin, end - begin));
-        convert<float, float16>(part, std::span(f16_got.data() + begin, end - begin));
+        kernels::convert<float, bfloat16>(part, std::span(bf16_got.data() + begin, end - begin));
+        kernels::convert<float, float16>(part, std::span(f16_got.data() + begin, end - begin));
       });
       mismatches[t] += count_mismatches(bf16_got, bf16_expected) + count_mismatches(f16_got, f16_expected);
     }

@@ -74,7 +74,7 @@ struct MyDenseWithNoise : Layer<MyDenseWithNoise, policies::mixed_float16> {
   auto call(const call_context<policies::mixed_float16>& context, const X& x) {
     Tensor<float16, dynamic, 10> y(x.batch());
     detail::dense_forward<float16>(x.values(), x.batch(), X::row_size, context.read(kernel).values(), {}, 10,
-                                   activation_kind::linear, y.values());
+                                   kernels::activation::linear, y.values());
     const auto random = context.random_normal_like(y, 0.0, 1.0, 7);  // float16, like y
     return y + random;
   }
