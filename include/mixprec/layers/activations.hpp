@@ -2,6 +2,7 @@
 // enum kernels::activation (kernels/activation.hpp) names them.
 #pragma once
 
+#include <concepts>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -12,8 +13,10 @@ namespace mixprec {
 
 // The names of the previous release, kept for one more: layers take the kernels' one enum.
 using activation_kind [[deprecated("use mixprec::kernels::activation")]] = kernels::activation;
-[[deprecated("use mixprec::kernels::activation_name")]] constexpr std::string_view activation_name(
-    kernels::activation kind) {
+// A template, so that an unqualified activation_name(kind) prefers kernels::activation_name,
+// which argument-dependent lookup also finds, to an ambiguity.
+template <std::same_as<kernels::activation> Kind>
+[[deprecated("use mixprec::kernels::activation_name")]] constexpr std::string_view activation_name(Kind kind) {
   return kernels::activation_name(kind);
 }
 [[deprecated("use mixprec::kernels::find_activation")]] constexpr std::optional<kernels::activation> find_activation(
