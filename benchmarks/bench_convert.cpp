@@ -1,5 +1,5 @@
-// Conversions: mixprec::convert vs Eigen's .cast<>() vs a scalar loop vs memcpy of the same
-// bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N). The _AVX2 and
+// Conversions: mixprec::kernels::convert vs Eigen's .cast<>() vs a scalar loop vs memcpy of the
+// same bytes. Bytes/s counts bytes read + bytes written (memcpy of N bytes moves 2N). The _AVX2 and
 // _without_native_bf16 variants run what an AVX2-only CPU, or an AVX-512 CPU without BF16, runs.
 #include <benchmark/benchmark.h>
 
@@ -34,7 +34,7 @@ void BM_mixprec_convert(benchmark::State& state) {
   const auto from = random_values<From>(n);
   std::vector<To> to(n);
   for (auto _ : state) {
-    mixprec::convert<From, To>(from, to);
+    mixprec::kernels::convert<From, To>(from, to);
     benchmark::DoNotOptimize(to.data());
     benchmark::ClobberMemory();
   }

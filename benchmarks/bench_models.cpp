@@ -69,11 +69,11 @@ class handwritten_mlp {
   explicit handwritten_mlp(const mlp<P>& model) : model_(model) {}
 
   const float* operator()(const Tensor<float, dynamic, 784>& x) {
-    convert<float, C>(x.values(), std::span(x_c_));
+    kernels::convert<float, C>(x.values(), std::span(x_c_));
     dense(x_c_, 784, model_.template layer<0>(), 1024, kernels::activation::relu, h0_);
     dense(h0_, 1024, model_.template layer<1>(), 1024, kernels::activation::relu, h1_);
     dense(h1_, 1024, model_.template layer<2>(), 10, kernels::activation::linear, logits_);
-    convert<C, float>(logits_, std::span(logits32_));
+    kernels::convert<C, float>(logits_, std::span(logits32_));
     kernels::softmax_rows<float>(logits32_, probabilities_, 10);
     return probabilities_.data();
   }
@@ -105,14 +105,14 @@ class handwritten_cnn {
   explicit handwritten_cnn(const cnn<P>& model) : model_(model) {}
 
   const float* operator()(const Tensor<float, dynamic, 28, 28, 1>& x) {
-    convert<float, C>(x.values(), std::span(x_c_));
+    kernels::convert<float, C>(x.values(), std::span(x_c_));
     conv(x_c_, g1, model_.template layer<0>(), 32, c1_);
     layer_kinds::max_pooling2d::pool<C>(c1_, p1, m1_);
     conv(m1_, g2, model_.template layer<2>(), 64, c2_);
     layer_kinds::max_pooling2d::pool<C>(c2_, p2, m2_);
     dense(m2_, cnn_batch, 1600, model_.template layer<5>(), 128, kernels::activation::relu, d1_);
     dense(d1_, cnn_batch, 128, model_.template layer<6>(), 10, kernels::activation::linear, logits_);
-    convert<C, float>(logits_, std::span(logits32_));
+    kernels::convert<C, float>(logits_, std::span(logits32_));
     kernels::softmax_rows<float>(logits32_, probabilities_, 10);
     return probabilities_.data();
   }
@@ -258,7 +258,7 @@ struct WeightSum : Layer<WeightSum<Policy>, Policy> {
   }
   template <class X>
   float call(const call_context<Policy>& context, const X&) {
-    return sum<typename base::compute_dtype>(context.read(w).values());
+    return kernels::sum<typename base::compute_dtype>(context.read(w).values());
   }
   template <class Self>
   static auto weights_of(Self& self) {
@@ -274,7 +274,7 @@ void BM_weight_read_in_call(benchmark::State& state) {
 
 void BM_weight_read_plain_buffer(benchmark::State& state) {
   const std::vector<float> w(4096, 1.0f);
-  for (auto _ : state) benchmark::DoNotOptimize(sum(std::span<const float>(w)));
+  for (auto _ : state) benchmark::DoNotOptimize(kernels::sum(std::span<const float>(w)));
 }
 
 /// Threads 1 and 2, and a "min" statistic for --benchmark_repetitions: on a shared machine the

@@ -39,7 +39,7 @@ void set_bytes(benchmark::State& state, std::size_t bytes_per_iteration) {
 template <class T>
 void BM_mixprec_all_finite(benchmark::State& state) {
   const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mixprec::all_finite<T>(x));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::kernels::all_finite<T>(x));
   set_bytes(state, x.size() * sizeof(T));
 }
 
@@ -70,7 +70,7 @@ void BM_eigen_all_finite(benchmark::State& state) {
 template <class T>
 void BM_mixprec_amax(benchmark::State& state) {
   const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mixprec::amax<T>(x));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::kernels::amax<T>(x));
   set_bytes(state, x.size() * sizeof(T));
 }
 
@@ -96,7 +96,7 @@ void BM_eigen_amax(benchmark::State& state) {
 template <class T>
 void BM_mixprec_sum(benchmark::State& state) {
   const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mixprec::sum<T>(x));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::kernels::sum<T>(x));
   set_bytes(state, x.size() * sizeof(T));
 }
 
@@ -111,7 +111,7 @@ void BM_eigen_sum(benchmark::State& state) {
 template <class T>
 void BM_mixprec_unscale_and_check_finite(benchmark::State& state) {
   auto g = random_values<T>(static_cast<std::size_t>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mixprec::unscale_and_check_finite<T>(g, 1.0f));
+  for (auto _ : state) benchmark::DoNotOptimize(mixprec::kernels::unscale_and_check_finite<T>(g, 1.0f));
   set_bytes(state, g.size() * sizeof(T));  // read (and written back)
 }
 
@@ -124,7 +124,7 @@ void BM_mixprec_column_max(benchmark::State& state) {
   const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
   std::vector<float> maxima(pooled_channels, -INFINITY);
   for (auto _ : state) {
-    mixprec::column_max<float>(rows, maxima);
+    mixprec::kernels::column_max<float>(rows, maxima);
     benchmark::DoNotOptimize(maxima.data());
   }
   set_bytes(state, rows.size() * sizeof(float));
@@ -165,7 +165,7 @@ void BM_mixprec_column_sum(benchmark::State& state) {
   const auto x = random_values<T>(static_cast<std::size_t>(state.range(0)));
   std::vector<float> sums(bias_units);
   for (auto _ : state) {
-    mixprec::column_sum<T>(x, sums, bias_units);
+    mixprec::kernels::column_sum<T>(x, sums, bias_units);
     benchmark::DoNotOptimize(sums.data());
   }
   set_bytes(state, x.size() * sizeof(T));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's CPU dtype conversions at the sizes of bench_convert, for comparison: out.copy_(x) into
-a preallocated tensor (no allocation, as mixprec::convert), one thread. Prints GB/s counting bytes
+a preallocated tensor (no allocation, as mixprec::kernels::convert), one thread. Prints GB/s counting bytes
 read + bytes written, as bench_convert does. Exits 0 with a message when torch is missing (Debian:
 apt-get install python3-torch)."""
 import sys

@@ -75,7 +75,7 @@ struct MyDense : Layer<MyDense<Policy>, Policy> {
   auto call(const call_context<Policy>& context, const X& inputs) {
     Tensor<C, dynamic, 10> product(inputs.batch());
     detail::dense_forward<C>(inputs.values(), inputs.batch(), X::row_size, context.read(kernel).values(), {}, 10,
-                             activation_kind::linear, product.values());
+                             kernels::activation::linear, product.values());
     const auto rand = context.random_normal_like(product);  // in the compute dtype
     return product + rand;
   }

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include <mixprec/kernels/convert.hpp>
@@ -54,7 +56,7 @@ void check_against_scalar(const std::vector<From>& from, overflow_mode overflow 
     }
   };
   std::vector<To> to(from.size());
-  convert<From, To>(from, to, overflow);
+  kernels::convert<From, To>(from, to, overflow);
   for (std::size_t i = 0; i < from.size(); ++i) {
     const auto expected = expected_at(i);
     if (bits_of(to[i]) != bits_of(expected)) {
@@ -66,7 +68,7 @@ void check_against_scalar(const std::vector<From>& from, overflow_mode overflow 
     for (std::size_t n = 0; n <= 41 && offset + n <= from.size(); ++n) {
       std::vector<To> part(n + 1, To{});
       const auto canary = bits_of(part[n] = cast<To>(From{}));
-      convert<From, To>(std::span(from).subspan(offset, n), std::span(part).first(n), overflow);
+      kernels::convert<From, To>(std::span(from).subspan(offset, n), std::span(part).first(n), overflow);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(bits_of(part[i]) == bits_of(expected_at(offset + i)));
       REQUIRE(bits_of(part[n]) == canary);  // nothing written past the end
     }
@@ -117,7 +119,7 @@ TEST_CASE("float -> bfloat16: a subnormal in any lane among normal values rounds
         x[lane] = subnormal;
         x[(lane + 5) % x.size()] = -0.0f;
         std::vector<bfloat16> y(x.size());
-        convert<float, bfloat16>(x, y);
+        kernels::convert<float, bfloat16>(x, y);
         for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(y[i].to_bits() == bfloat16(x[i]).to_bits());
       }
     }
@@ -151,25 +153,25 @@ TEST_CASE("double -> float on every target") {
 TEST_CASE("pairs without a kernel round once, through the scalar path") {
   const std::vector<double> x{1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-8 + 0x1p-30};
   std::vector<float16> h(2);
-  convert<double, float16>(x, h);
+  kernels::convert<double, float16>(x, h);
   CHECK(h[0].to_bits() == 0x3C01);  // no double rounding through float
   std::vector<bfloat16> b(2);
-  convert<double, bfloat16>(x, b);
+  kernels::convert<double, bfloat16>(x, b);
   CHECK(b[1].to_bits() == 0x3F81);
   std::vector<float> f(2);
-  convert<float16, float>(h, f);
+  kernels::convert<float16, float>(h, f);
   CHECK(f[0] == 1.0f + 0x1p-10f);
 }
 
 TEST_CASE("mismatched sizes throw and write nothing") {
   std::vector<float> x(10, 1.0f);
   std::vector<bfloat16> y(9, bfloat16(7.0f));
-  CHECK_THROWS_WITH_AS((convert<float, bfloat16>(x, y)),
+  CHECK_THROWS_WITH_AS((kernels::convert<float, bfloat16>(x, y)),
                        "convert: the input has 10 elements but the output has 9; they must match.",
                        std::invalid_argument);
   for (auto v : y) CHECK(static_cast<float>(v) == 7.0f);
   std::vector<std::int8_t> q(3);
-  CHECK_THROWS_AS(quantize_int8(x, 1.0f, q), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::quantize_int8(x, 1.0f, q), std::invalid_argument);
 }
 
 TEST_CASE("int8 quantization: round half to even, clip to +-127, NaN -> 0, on every target") {
@@ -183,10 +185,10 @@ TEST_CASE("int8 quantization: round half to even, clip to +-127, NaN -> 0, on ev
   for (auto& v : random) v = dist(rng);
   for_each_target([&](const std::string&) {
     std::vector<std::int8_t> q(x.size());
-    quantize_int8(x, 1.0f, q);
+    kernels::quantize_int8(x, 1.0f, q);
     CHECK(q == expected);
     std::vector<std::int8_t> r(random.size());
-    quantize_int8(random, 63.5f, r);
+    kernels::quantize_int8(random, 63.5f, r);
     for (std::size_t i = 0; i < random.size(); ++i) {
       const float scaled = random[i] * 63.5f;
       const auto reference = static_cast<std::int8_t>(std::clamp(std::nearbyint(scaled), -127.0f, 127.0f));
@@ -196,7 +198,7 @@ TEST_CASE("int8 quantization: round half to even, clip to +-127, NaN -> 0, on ev
   // Keras' example (spec section 7): per-channel scale = 127 / max|W|.
   std::vector<float> column{0.25f, -2.0f};
   std::vector<std::int8_t> qc(2);
-  quantize_int8(column, 127.0f / (2.0f + 1e-7f), qc);
+  kernels::quantize_int8(column, 127.0f / (2.0f + 1e-7f), qc);
   CHECK(qc == std::vector<std::int8_t>{16, -127});
 }
 
@@ -214,3 +216,44 @@ TEST_CASE("target control") {
   }
   CHECK(kernels::active_target() == supported.front());
 }
+
+template <class From, class To>
+concept converts = requires { kernels::convert(std::declval<From>(), std::declval<To>()); };
+
+TEST_CASE("convert deduces the dtypes from spans and containers") {
+  const std::vector<float> x{1.0f, 1.00390625f, -70000.0f, 3.0e38f};
+  std::vector<bfloat16> named(4), deduced(4), from_spans(4);
+  kernels::convert<float, bfloat16>(x, named);
+  kernels::convert(x, deduced);
+  kernels::convert(std::span<const float>(x), std::span<bfloat16>(from_spans));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    CHECK(deduced[i].to_bits() == named[i].to_bits());
+    CHECK(from_spans[i].to_bits() == named[i].to_bits());
+  }
+  std::vector<float> mutable_x = x;  // a span of non-const elements is read as well
+  std::vector<float16> saturated(4);
+  kernels::convert(std::span<float>(mutable_x), saturated, overflow_mode::saturate);
+  CHECK(static_cast<float>(saturated[2]) == -65504.0f);
+
+  using floats = std::vector<float>&;
+  static_assert(converts<floats, std::vector<bfloat16>&>);
+  static_assert(!converts<floats, std::vector<bfloat16>>);  // a temporary: the result would be lost
+  static_assert(!converts<floats, const std::vector<bfloat16>&>);
+  static_assert(!converts<floats, std::vector<char*>&>);
+}
+
+// The names of the previous release still work (and warn: the project itself must not use them).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST_CASE("the deprecated mixprec::convert and quantize_int8 forward to kernels::") {
+  const std::vector<float> x{1.00390625f, -2.5f};
+  std::vector<bfloat16> old_name(2), new_name(2);
+  mixprec::convert<float, bfloat16>(x, old_name);
+  kernels::convert(x, new_name);
+  CHECK(old_name[0].to_bits() == new_name[0].to_bits());
+  CHECK(old_name[1].to_bits() == new_name[1].to_bits());
+  std::vector<std::int8_t> q(2);
+  mixprec::quantize_int8(x, 10.0f, q);
+  CHECK(q == std::vector<std::int8_t>{10, -25});
+}
+#pragma GCC diagnostic pop

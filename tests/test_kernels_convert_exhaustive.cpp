@@ -99,8 +99,8 @@ TEST_CASE("every float bit pattern narrows to bfloat16 and float16 exactly as th
       REQUIRE(kernels::detail::convert_uses_native_bf16() == paths[p].native_bf16);
       parallel_for(chunk, [&](std::size_t begin, std::size_t end) {
         const std::span<const float> part(input.data() + begin, end - begin);
-        convert<float, bfloat16>(part, std::span(bf16_got.data() + begin, end - begin));
-        if (paths[p].float16_too) convert<float, float16>(part, std::span(f16_got.data() + begin, end - begin));
+        kernels::convert<float, bfloat16>(part, std::span(bf16_got.data() + begin, end - begin));
+        if (paths[p].float16_too) kernels::convert<float, float16>(part, std::span(f16_got.data() + begin, end - begin));
       });
       mismatches[p] += count_mismatches(bf16_got, bf16_expected);
       if (paths[p].float16_too) mismatches[p] += count_mismatches(f16_got, f16_expected);

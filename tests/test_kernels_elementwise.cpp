@@ -13,9 +13,11 @@
 #include <limits>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mixprec/kernels/convert.hpp>
@@ -35,7 +37,7 @@ constexpr std::uint32_t canonical_nan = 0x7FC00000u;
 
 constexpr activation all_activations[] = {activation::linear,  activation::relu, activation::gelu,
                                           activation::gelu_approximate, activation::sigmoid, activation::tanh,
-                                          activation::exp};
+                                          activation::exponential};
 
 template <class T>
 std::uint32_t bits(T v) {
@@ -70,7 +72,8 @@ double reference(activation a, double x) {
     case activation::gelu_approximate: return gelu_approximate_reference(x);
     case activation::sigmoid: return sigmoid_reference(x);
     case activation::tanh: return std::tanh(x);
-    case activation::exp: return std::exp(x);
+    case activation::exponential: return std::exp(x);
+    case activation::softmax: break;  // a row operation, not elementwise
   }
   return x;
 }
@@ -101,7 +104,8 @@ derivative_terms derivative_reference(activation a, double x) {
     }
     case activation::sigmoid: return {sigmoid_reference(x) * sigmoid_reference(-x), 0.0};
     case activation::tanh: return {1 / (std::cosh(x) * std::cosh(x)), 0.0};
-    case activation::exp: return {std::exp(x), 0.0};
+    case activation::exponential: return {std::exp(x), 0.0};
+    case activation::softmax: break;  // a row operation, not elementwise
   }
   return {};
 }
@@ -142,13 +146,13 @@ std::vector<T> all_patterns() {
 template <class T>
 std::vector<float> widen(const std::vector<T>& x) {
   std::vector<float> out(x.size());
-  convert<T, float>(x, out);
+  kernels::convert<T, float>(x, out);
   return out;
 }
 template <class T>
 std::vector<T> narrow(const std::vector<float>& x) {
   std::vector<T> out(x.size());
-  convert<float, T>(x, out);
+  kernels::convert<float, T>(x, out);
   return out;
 }
 
@@ -261,8 +265,8 @@ TEST_CASE("accuracy against double references") {
   // (everywhere, the negative tail included); gelu_approximate 14 ulp for x >= -3, beyond that
   // about 2.4 ulp per unit of |2u| (the rounding of its argument 2u, magnified by exp).
   const std::map<activation, double> bound{
-      {activation::exp, 1.0}, {activation::tanh, 2.0}, {activation::sigmoid, 2.5}, {activation::gelu, 7.0}};
-  for (activation a : {activation::exp, activation::tanh, activation::sigmoid, activation::gelu,
+      {activation::exponential, 1.0}, {activation::tanh, 2.0}, {activation::sigmoid, 2.5}, {activation::gelu, 7.0}};
+  for (activation a : {activation::exponential, activation::tanh, activation::sigmoid, activation::gelu,
                        activation::gelu_approximate, activation::relu}) {
     INFO("activation ", static_cast<int>(a));
     kernels::activate<float>(a, x, y);
@@ -295,11 +299,11 @@ TEST_CASE("special values") {
   };
   const float signaling = std::bit_cast<float>(0xFF800001u);
   for_each_target([&](const std::string&) {
-    CHECK(run(activation::exp, {inf, -inf, 89.0f, 88.72284f, -104.0f, 0.0f, -0.0f}) ==
+    CHECK(run(activation::exponential, {inf, -inf, 89.0f, 88.72284f, -104.0f, 0.0f, -0.0f}) ==
           std::vector<float>{inf, 0.0f, inf, inf, 0.0f, 1.0f, 1.0f});
-    const float largest = run(activation::exp, {88.72283f})[0];  // just below FLT_MAX
+    const float largest = run(activation::exponential, {88.72283f})[0];  // just below FLT_MAX
     CHECK(ulp_error(largest, std::exp(static_cast<double>(88.72283f))) <= 1.0);
-    const float tiny = run(activation::exp, {-103.0f})[0];
+    const float tiny = run(activation::exponential, {-103.0f})[0];
     CHECK(tiny > 0.0f);
     CHECK(tiny < std::numeric_limits<float>::min());  // subnormal, not flushed
     CHECK(run(activation::sigmoid, {-inf, inf, 0.0f, -100.0f, 100.0f}) ==
@@ -332,11 +336,11 @@ TEST_CASE("special values") {
       }
     }
     std::vector<bfloat16> b{bfloat16(100.0f), bfloat16::from_bits(0xFF81)};
-    kernels::activate<bfloat16>(activation::exp, b, b);
+    kernels::activate<bfloat16>(activation::exponential, b, b);
     CHECK(b[0].to_bits() == 0x7F80);  // e^100 overflows bfloat16 too
     CHECK(b[1].to_bits() == 0x7FC0);
     std::vector<float16> h{float16(12.0f), float16(-20.0f), float16(-10.0f)};
-    kernels::activate<float16>(activation::exp, h, h);
+    kernels::activate<float16>(activation::exponential, h, h);
     CHECK(h[0].to_bits() == 0x7C00);                       // e^12 = 162755 > 65504
     CHECK(h[1].to_bits() == float16(static_cast<float>(std::exp(-20.0))).to_bits());  // rounds to +0
     CHECK(h[2].to_bits() == float16(static_cast<float>(std::exp(-10.0))).to_bits());  // subnormal float16
@@ -666,7 +670,7 @@ TEST_CASE("activation_backward accuracy against double derivatives") {
   // over every 13th float: exp 0.96, sigmoid' 4.1, tanh' 4.1, gelu' 6.1, gelu_approximate'
   // 12.8 for x >= -3 and about 2.7 ulp per unit of |2u| below (like its function); where
   // e^-|2u| is subnormal (x < -10.2, |derivative| < 1e-36) only the absolute error stays small.
-  const std::map<activation, double> bound{{activation::exp, 1.0},
+  const std::map<activation, double> bound{{activation::exponential, 1.0},
                                            {activation::sigmoid, 4.5},
                                            {activation::tanh, 4.5},
                                            {activation::gelu, 7.0},
@@ -732,21 +736,21 @@ TEST_CASE("activation_backward special values") {
     CHECK(run(activation::gelu_approximate, ends, ones) == std::vector<float>{0.0f, 1.0f, 0.5f, 0.5f, 0.0f, 1.0f});
     CHECK(run(activation::sigmoid, ends, ones) == std::vector<float>{0.0f, 0.0f, 0.25f, 0.25f, 0.0f, 0.0f});
     CHECK(run(activation::tanh, ends, ones) == std::vector<float>{0.0f, 0.0f, 1.0f, 1.0f, 0.0f, 0.0f});
-    CHECK(run(activation::exp, {-inf, 0.0f, -0.0f, -1e30f}, {1.0f, 1.0f, 1.0f, 1.0f}) ==
+    CHECK(run(activation::exponential, {-inf, 0.0f, -0.0f, -1e30f}, {1.0f, 1.0f, 1.0f, 1.0f}) ==
           std::vector<float>{0.0f, 1.0f, 1.0f, 0.0f});
-    CHECK(run(activation::exp, {89.0f, inf}, {1e-30f, 2.0f}) == std::vector<float>{inf, inf});  // e^x overflows first
+    CHECK(run(activation::exponential, {89.0f, inf}, {1e-30f, 2.0f}) == std::vector<float>{inf, inf});  // e^x overflows first
     // gelu' is tiny and negative in the tail: -x phi(x) dominates.
     const float tail = run(activation::gelu, {-12.0f}, {1.0f})[0];
     CHECK(ulp_error(tail, derivative_reference(activation::gelu, -12.0).value()) <= 7.0);
     CHECK(tail < 0.0f);
     // NaN x or dy give NaN, except for relu and linear (above); so does 0 * inf.
     for (activation a : {activation::gelu, activation::gelu_approximate, activation::sigmoid, activation::tanh,
-                         activation::exp}) {
+                         activation::exponential}) {
       INFO("activation ", static_cast<int>(a));
       const auto n = run(a, {qnan, signaling, 1.0f, -1.0f, 0.5f}, {1.0f, 1.0f, qnan, signaling, inf * 0.0f});
       for (float v : n) CHECK(std::bit_cast<std::uint32_t>(v) == canonical_nan);
     }
-    CHECK(std::bit_cast<std::uint32_t>(run(activation::exp, {100.0f}, {0.0f})[0]) == canonical_nan);  // 0 * inf
+    CHECK(std::bit_cast<std::uint32_t>(run(activation::exponential, {100.0f}, {0.0f})[0]) == canonical_nan);  // 0 * inf
     CHECK(std::bit_cast<std::uint32_t>(run(activation::sigmoid, {0.0f}, {inf})[0]) == 0x7F800000u);
   });
 }
@@ -958,4 +962,71 @@ TEST_CASE("add_rows rejects blocks that do not fit and overlapping spans") {
                        "add_rows: from and to overlap; they must lie apart.", std::invalid_argument);
   CHECK_THROWS_AS(kernels::add_rows<float>(from, 4, to, std::size_t(1) << 62, 2, 4), std::invalid_argument);  // no wrap
   kernels::add_rows<float>(from, 6, to, 6, 2, 4);  // exactly fits: rows at 0 and 6, the last ending at 10
+}
+
+TEST_CASE("every activation maps to its name and back") {
+  static_assert(static_cast<std::size_t>(activation::softmax) + 1 == kernels::activation_names.size(),
+                "activation_names has one name per enumerator");
+  for (std::size_t i = 0; i < kernels::activation_names.size(); ++i) {
+    const auto a = static_cast<activation>(i);
+    CAPTURE(kernels::activation_names[i]);
+    CHECK(kernels::find_activation(kernels::activation_name(a)) == a);
+    CHECK(kernels::is_elementwise(a) == (a != activation::softmax));
+  }
+  CHECK(kernels::activation_name(activation::exponential) == "exponential");  // Keras' name
+  CHECK(kernels::find_activation("None") == activation::linear);
+  CHECK(kernels::find_activation("") == activation::linear);
+  CHECK(kernels::find_activation("exp") == std::nullopt);
+  CHECK(kernels::find_activation("Relu") == std::nullopt);
+  CHECK_THROWS_WITH_AS(kernels::activation_name(static_cast<activation>(42)),
+                       "activation_name: 42 is not an activation (0 to 7).", std::invalid_argument);
+}
+
+TEST_CASE("the elementwise kernels reject softmax and values outside the enum") {
+  std::vector<float> x{1.0f, 2.0f}, y{7.0f, 7.0f}, dy{1.0f, 1.0f};
+  const std::vector<float> untouched = y;
+  const std::string softmax_message = ": softmax is not elementwise; it runs over rows, with kernels::softmax_rows.";
+  CHECK_THROWS_WITH_AS(kernels::activate(activation::softmax, x, y), ("activate" + softmax_message).c_str(),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activation_backward(activation::softmax, x, dy, y),
+                       ("activation_backward" + softmax_message).c_str(), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::bias_activation(x, std::span<const float>(), activation::softmax, y, 2),
+                       ("bias_activation" + softmax_message).c_str(), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::activate(static_cast<activation>(8), x, y),
+                       "activate: 8 is not an activation (0 to 7).", std::invalid_argument);
+  CHECK(y == untouched);
+}
+
+template <class X, class Y>
+concept activates = requires { kernels::activate(activation::relu, std::declval<X>(), std::declval<Y>()); };
+
+TEST_CASE("the elementwise kernels deduce the dtype from spans and containers") {
+  const std::vector<bfloat16> x{bfloat16(-1.0f), bfloat16(0.5f), bfloat16(2.0f)};
+  std::vector<bfloat16> named(3), deduced(3), from_spans(3);
+  kernels::activate<bfloat16>(activation::gelu, x, named);
+  kernels::activate(activation::gelu, x, deduced);
+  kernels::activate(activation::gelu, std::span<const bfloat16>(x), std::span<bfloat16>(from_spans));
+  CHECK(bits_of(deduced) == bits_of(named));
+  CHECK(bits_of(from_spans) == bits_of(named));
+
+  std::vector<float> logits{1.0f, 2.0f, 3.0f, 0.0f}, probabilities(4), dx(4);
+  kernels::softmax_rows(logits, probabilities, 2);
+  CHECK(probabilities[0] + probabilities[1] == doctest::Approx(1.0f));
+  kernels::softmax_rows_backward(probabilities, std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f}, dx, 2);
+  CHECK(std::fabs(dx[0] + dx[1]) < 1e-7f);  // a constant gradient moves no probability
+  std::vector<float> rows{1.0f, 2.0f, 3.0f, 4.0f};
+  kernels::bias_add(rows, std::vector<float>{10.0f, 20.0f});
+  CHECK(rows == std::vector<float>{11.0f, 22.0f, 13.0f, 24.0f});
+  std::vector<float> y(4);
+  kernels::bias_activation(rows, std::vector<float>{-11.0f, 0.0f}, activation::relu, y, 2);
+  CHECK(y == std::vector<float>{0.0f, 22.0f, 2.0f, 24.0f});
+  kernels::activation_backward(activation::relu, y, std::vector<float>{5.0f, 5.0f, 5.0f, 5.0f}, dx);
+  CHECK(dx == std::vector<float>{0.0f, 5.0f, 5.0f, 5.0f});
+
+  // Mismatched dtypes, read-only or temporary outputs do not resolve.
+  static_assert(activates<std::vector<float>&, std::vector<float>&>);
+  static_assert(!activates<std::vector<float>&, std::vector<double>&>);
+  static_assert(!activates<std::vector<float>&, const std::vector<float>&>);
+  static_assert(!activates<std::vector<float>&, std::vector<float>>);
+  static_assert(!activates<std::vector<int>&, std::vector<int>&>);
 }

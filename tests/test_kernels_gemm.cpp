@@ -741,3 +741,13 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
     check_thread_invariance<bfloat16, bfloat16, float>({{100, 140, kc + 3}, {150, 100, kc + 5}});
   }
 }
+
+TEST_CASE("gemm deduces the dtypes from containers") {
+  const std::vector<bfloat16> a{bfloat16(1.0f), bfloat16(2.0f)}, b{bfloat16(3.0f), bfloat16(4.0f)};  // 1x2, 2x1
+  std::vector<float> c{100.0f};
+  kernels::gemm(transpose::no, transpose::no, 1, 1, 2, 1.0f, a, 2, b, 1, 1.0f, c, 1);
+  CHECK(c[0] == 111.0f);
+  std::vector<float> too_short;
+  CHECK_THROWS_AS(kernels::gemm(transpose::no, transpose::no, 1, 1, 2, 1.0f, a, 2, b, 1, 0.0f, too_short, 1),
+                  std::invalid_argument);
+}

@@ -247,3 +247,23 @@ TEST_CASE("normalization kernels reject mismatched sizes and overlaps") {
   std::vector<float> dx(6);
   kernels::batch_norm_input_gradient<float>(x, y, three, three, three, three, three, dx);  // well-formed: no throw
 }
+
+TEST_CASE("the normalization kernels deduce the dtype from containers") {
+  const std::vector<float> x{1.0f, 10.0f, 3.0f, 30.0f};  // 2 rows x 2 channels
+  std::vector<double> mean(2), variance(2);
+  kernels::batch_norm_moments(x, 2, mean, variance);
+  CHECK(mean == std::vector<double>{2.0, 20.0});
+  CHECK(variance == std::vector<double>{1.0, 100.0});
+  std::vector<float> y(4);
+  kernels::scale_shift_columns(x, std::vector<float>{2.0f, 1.0f}, std::vector<float>{0.0f, -10.0f}, y);
+  CHECK(y == std::vector<float>{2.0f, 0.0f, 6.0f, 20.0f});
+  const std::vector<float> dy{1.0f, 1.0f, 1.0f, 1.0f}, mean32{2.0f, 20.0f}, inverse{1.0f, 0.1f};
+  std::vector<double> sum_dy(2), sum_dy_x_hat(2);
+  kernels::batch_norm_backward_sums(x, dy, mean32, inverse, sum_dy, sum_dy_x_hat);
+  CHECK(sum_dy == std::vector<double>{2.0, 2.0});
+  CHECK(sum_dy_x_hat == std::vector<double>{0.0, 0.0});
+  std::vector<float> dx(4);
+  const std::vector<float> ones{1.0f, 1.0f}, zeros{0.0f, 0.0f};
+  kernels::batch_norm_input_gradient(x, dy, mean32, inverse, ones, ones, zeros, dx);
+  CHECK(dx == std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f});
+}

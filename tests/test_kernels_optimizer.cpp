@@ -530,7 +530,7 @@ TEST_CASE("clip_by_value and scale") {
 
     // clipnorm as Keras does it: (g * clipnorm) / max(norm, clipnorm), norm = 5 here.
     std::vector<float> norm_clipped{3.0f, 4.0f};
-    const float norm = std::sqrt(dot<float>(norm_clipped, norm_clipped));
+    const float norm = std::sqrt(kernels::dot<float>(norm_clipped, norm_clipped));
     k::scale<float>(norm_clipped, 1.0f, std::max(norm, 1.0f));
     CHECK(norm_clipped == std::vector<float>{0.6f, 0.8f});
     // global_clipnorm's factor is NaN for a norm that is not finite: every gradient turns NaN.
@@ -670,4 +670,26 @@ TEST_CASE("clip_by_value rejects a negative or NaN clip") {
   k::clip_by_value<float>(g, 0.0f);  // clip 0: everything to +-0
   CHECK(bits(g[0]) == 0u);
   CHECK(bits(g[1]) == 0x80000000u);
+}
+
+TEST_CASE("the optimizer kernels deduce the variable's dtype from containers") {
+  const kernels::sgd_step sgd{.learning_rate = 0.5f, .momentum = 0.5f};
+  std::vector<bfloat16> w{bfloat16(1.0f), bfloat16(2.0f)}, velocity(2);
+  const std::vector<bfloat16> g{bfloat16(1.0f), bfloat16(-1.0f)};
+  std::vector<bfloat16> w_named = w, velocity_named = velocity;
+  kernels::sgd_update(w, g, velocity, sgd);
+  kernels::sgd_update<bfloat16>(w_named, g, velocity_named, sgd);
+  CHECK(static_cast<float>(w[0]) == 0.5f);
+  CHECK(w[1].to_bits() == w_named[1].to_bits());
+  CHECK(velocity[1].to_bits() == velocity_named[1].to_bits());
+
+  std::vector<float> wf{1.0f}, m(1), v(1);
+  kernels::adam_update(wf, std::vector<float>{1.0f}, m, v, {}, {.learning_rate = 0.1f});  // {}: no AMSGrad
+  CHECK(wf[0] == doctest::Approx(0.9f));
+  std::vector<float> clipped{3.0f, -3.0f};
+  kernels::clip_by_value(clipped, 1.0f);
+  CHECK(clipped == std::vector<float>{1.0f, -1.0f});
+  kernels::scale(clipped, 2.0f);
+  kernels::scale(clipped, 3.0f, 2.0f);
+  CHECK(clipped == std::vector<float>{3.0f, -3.0f});
 }

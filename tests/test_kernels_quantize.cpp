@@ -676,3 +676,21 @@ TEST_CASE_TEMPLATE("float8 quantize_dequantize equals the scalar codec on every 
 }
 
 }  // namespace
+
+TEST_CASE("the quantization kernels deduce the dtype from containers") {
+  const std::vector<float> x{1.0f, -0.5f};
+  std::vector<std::int8_t> q(2), q_named(2);
+  std::vector<float> scales(1), scales_named(1);
+  kernels::quantize_rows(x, 1, 2, q, scales);
+  kernels::quantize_rows<float>(x, 1, 2, q_named, scales_named);
+  CHECK(q == q_named);
+  CHECK(scales == scales_named);
+  std::vector<bfloat16> out(2);
+  kernels::dequantize_rows(std::vector<std::int32_t>{254, -127}, 1, 2, std::vector<float>{127.0f},
+                           std::vector<float>{1.0f, 1.0f}, {}, out);
+  CHECK(static_cast<float>(out[0]) == 2.0f);
+  CHECK(static_cast<float>(out[1]) == -1.0f);
+  std::vector<float> y(2);
+  CHECK(kernels::quantize_dequantize<float8_e4m3fn>(x, 1.0f, y) == 1.0f);
+  CHECK(y == x);
+}

@@ -18,6 +18,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mixprec/kernels/convert.hpp>
@@ -82,12 +83,12 @@ std::vector<std::uint32_t> all_results(const std::vector<T>& x, const std::vecto
     for (std::size_t n : test_lengths()) {
       const std::span<const T> a(x.data() + offset, n);
       const std::span<const T> b(y.data() + offset, n);
-      out.push_back(all_finite(a));
-      out.push_back(bits(amax(a)));
-      out.push_back(bits(sum(a)));
-      out.push_back(bits(dot(a, b)));
+      out.push_back(kernels::all_finite(a));
+      out.push_back(bits(kernels::amax(a)));
+      out.push_back(bits(kernels::sum(a)));
+      out.push_back(bits(kernels::dot(a, b)));
       std::vector<T> g(a.begin(), a.end());
-      out.push_back(unscale_and_check_finite<T>(g, inv_scale));
+      out.push_back(kernels::unscale_and_check_finite<T>(g, inv_scale));
       for (const T& v : g) out.push_back(bits(to_float(v)));
     }
   }
@@ -126,8 +127,8 @@ void check_sum_and_dot_follow_the_documented_order() {
       const float expected_dot =
           kernels::detail::ordered_sum<float>(n, [&](std::size_t i) { return to_float(x[i]) * to_float(y[i]); });
       INFO("n = ", n);
-      REQUIRE(bits(sum(a)) == bits(expected_sum));
-      REQUIRE(bits(dot(a, b)) == bits(expected_dot));
+      REQUIRE(bits(kernels::sum(a)) == bits(expected_sum));
+      REQUIRE(bits(kernels::dot(a, b)) == bits(expected_dot));
     }
   });
 }
@@ -178,8 +179,8 @@ TEST_CASE("numerics against double references") {
   const auto x = random_values<float>(300007, 5, false);
   std::vector<bfloat16> xb(x.size());
   std::vector<float16> xh(x.size());
-  convert<float, bfloat16>(x, xb);
-  convert<float, float16>(x, xh);
+  kernels::convert<float, bfloat16>(x, xb);
+  kernels::convert<float, float16>(x, xh);
   for_each_target([&](const std::string&) {
     for (std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{5000}, x.size()}) {
       INFO("n = ", n);
@@ -192,11 +193,11 @@ TEST_CASE("numerics against double references") {
         squares += static_cast<double>(v) * v;
         largest = std::max(largest, static_cast<double>(std::fabs(v)));
       }
-      CHECK(std::fabs(sum(a) - exact_sum) <= sum_error_bound(n, magnitudes));
+      CHECK(std::fabs(kernels::sum(a) - exact_sum) <= sum_error_bound(n, magnitudes));
       // Each product adds one more rounding.
-      CHECK(std::fabs(dot(a, a) - exact_dot) <= sum_error_bound(n, squares) + 0x1p-24 * squares);
-      CHECK(amax(a) == largest);
-      CHECK(all_finite(a));
+      CHECK(std::fabs(kernels::dot(a, a) - exact_dot) <= sum_error_bound(n, squares) + 0x1p-24 * squares);
+      CHECK(kernels::amax(a) == largest);
+      CHECK(kernels::all_finite(a));
 
       double exact_bf16 = 0, magnitudes_bf16 = 0, largest_bf16 = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -206,11 +207,11 @@ TEST_CASE("numerics against double references") {
         largest_bf16 = std::max(largest_bf16, std::fabs(v));
       }
       const std::span<const bfloat16> b(xb.data(), n);
-      CHECK(std::fabs(sum(b) - exact_bf16) <= sum_error_bound(n, magnitudes_bf16));
-      CHECK(amax(b) == largest_bf16);
+      CHECK(std::fabs(kernels::sum(b) - exact_bf16) <= sum_error_bound(n, magnitudes_bf16));
+      CHECK(kernels::amax(b) == largest_bf16);
       double largest_f16 = 0;
       for (std::size_t i = 0; i < n; ++i) largest_f16 = std::max(largest_f16, std::fabs(static_cast<double>(xh[i])));
-      CHECK(amax(std::span<const float16>(xh.data(), n)) == largest_f16);
+      CHECK(kernels::amax(std::span<const float16>(xh.data(), n)) == largest_f16);
     }
   });
   // Pairwise chunks keep the error far below a sequential float loop's on a long constant sum.
@@ -219,25 +220,25 @@ TEST_CASE("numerics against double references") {
   float sequential = 0.0f;
   for (float v : tenths) sequential += v;
   CHECK(std::fabs(sequential - exact) / exact > 1e-3);
-  CHECK(std::fabs(sum<float>(tenths) - exact) / exact < 1e-6);
+  CHECK(std::fabs(kernels::sum<float>(tenths) - exact) / exact < 1e-6);
 }
 
 TEST_CASE("special values") {
   for_each_target([&](const std::string&) {
     const std::vector<float> empty;
-    CHECK(bits(sum<float>(empty)) == 0u);
-    CHECK(bits(amax<float>(empty)) == 0u);
-    CHECK(all_finite<float>(empty));
-    CHECK(bits(dot<float>(empty, empty)) == 0u);
+    CHECK(bits(kernels::sum<float>(empty)) == 0u);
+    CHECK(bits(kernels::amax<float>(empty)) == 0u);
+    CHECK(kernels::all_finite<float>(empty));
+    CHECK(bits(kernels::dot<float>(empty, empty)) == 0u);
 
-    CHECK(bits(sum<float>(std::vector<float>{-0.0f})) == 0u);  // +0 + -0
-    CHECK(bits(sum<float>(std::vector<float>{-0.0f, -0.0f, -0.0f})) == 0u);
-    CHECK(amax<float>(std::vector<float>{-0.0f, -3.0f, 2.0f}) == 3.0f);
-    CHECK(amax<float>(std::vector<float>{-inf, 1.0f}) == inf);
-    CHECK(sum<float>(std::vector<float>{inf, 1.0f}) == inf);
-    CHECK(sum<float>(std::vector<float>{3e38f, 3e38f}) == inf);
-    CHECK(amax<float>(std::vector<float>{0x1p-149f}) == 0x1p-149f);
-    CHECK(sum<float>(std::vector<float>{0x1p-149f, 0x1p-149f}) == 0x1p-148f);  // subnormals are kept
+    CHECK(bits(kernels::sum<float>(std::vector<float>{-0.0f})) == 0u);  // +0 + -0
+    CHECK(bits(kernels::sum<float>(std::vector<float>{-0.0f, -0.0f, -0.0f})) == 0u);
+    CHECK(kernels::amax<float>(std::vector<float>{-0.0f, -3.0f, 2.0f}) == 3.0f);
+    CHECK(kernels::amax<float>(std::vector<float>{-inf, 1.0f}) == inf);
+    CHECK(kernels::sum<float>(std::vector<float>{inf, 1.0f}) == inf);
+    CHECK(kernels::sum<float>(std::vector<float>{3e38f, 3e38f}) == inf);
+    CHECK(kernels::amax<float>(std::vector<float>{0x1p-149f}) == 0x1p-149f);
+    CHECK(kernels::sum<float>(std::vector<float>{0x1p-149f, 0x1p-149f}) == 0x1p-148f);  // subnormals are kept
 
     // Every NaN result is the canonical quiet NaN, whatever NaNs went in.
     const float signaling = std::bit_cast<float>(0xFF800001u);
@@ -245,22 +246,22 @@ TEST_CASE("special values") {
       std::vector<float> x(100, 1.0f);
       x[at] = signaling;
       x[99 - at] = std::bit_cast<float>(0x7FC12345u);
-      CHECK(bits(amax<float>(x)) == 0x7FC00000u);
-      CHECK(bits(sum<float>(x)) == 0x7FC00000u);
-      CHECK(bits(dot<float>(x, x)) == 0x7FC00000u);
-      CHECK_FALSE(all_finite<float>(x));
+      CHECK(bits(kernels::amax<float>(x)) == 0x7FC00000u);
+      CHECK(bits(kernels::sum<float>(x)) == 0x7FC00000u);
+      CHECK(bits(kernels::dot<float>(x, x)) == 0x7FC00000u);
+      CHECK_FALSE(kernels::all_finite<float>(x));
     }
-    CHECK(bits(sum<float>(std::vector<float>{inf, -inf})) == 0x7FC00000u);
-    CHECK(bits(dot<float>(std::vector<float>{inf}, std::vector<float>{0.0f})) == 0x7FC00000u);
+    CHECK(bits(kernels::sum<float>(std::vector<float>{inf, -inf})) == 0x7FC00000u);
+    CHECK(bits(kernels::dot<float>(std::vector<float>{inf}, std::vector<float>{0.0f})) == 0x7FC00000u);
 
     // 16-bit formats: the exponent test.
-    CHECK_FALSE(all_finite<float16>(std::vector<float16>{float16(1.0f), float16::from_bits(0x7C00)}));
-    CHECK_FALSE(all_finite<float16>(std::vector<float16>{float16::from_bits(0xFE01)}));
-    CHECK(all_finite<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0xFBFF)}));
-    CHECK_FALSE(all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0xFF80)}));
-    CHECK(all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0x7F7F)}));
-    CHECK(amax<float16>(std::vector<float16>{float16::from_bits(0xFBFF)}) == 65504.0f);
-    CHECK(std::isnan(amax<bfloat16>(std::vector<bfloat16>{bfloat16(1.0f), bfloat16::from_bits(0x7FC1)})));
+    CHECK_FALSE(kernels::all_finite<float16>(std::vector<float16>{float16(1.0f), float16::from_bits(0x7C00)}));
+    CHECK_FALSE(kernels::all_finite<float16>(std::vector<float16>{float16::from_bits(0xFE01)}));
+    CHECK(kernels::all_finite<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0xFBFF)}));
+    CHECK_FALSE(kernels::all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0xFF80)}));
+    CHECK(kernels::all_finite<bfloat16>(std::vector<bfloat16>{bfloat16::from_bits(0x7F7F)}));
+    CHECK(kernels::amax<float16>(std::vector<float16>{float16::from_bits(0xFBFF)}) == 65504.0f);
+    CHECK(std::isnan(kernels::amax<bfloat16>(std::vector<bfloat16>{bfloat16(1.0f), bfloat16::from_bits(0x7FC1)})));
   });
 }
 
@@ -271,13 +272,13 @@ TEST_CASE("all_finite stops at the first non-finite block") {
   std::fill(buffer.data(), buffer.data() + n, 1.0f);
   buffer.data()[0] = inf;
   const std::span<const float> x(buffer.data(), buffer.usable / sizeof(float) + 1024);
-  for_each_target([&](const std::string&) { CHECK_FALSE(all_finite(x)); });
+  for_each_target([&](const std::string&) { CHECK_FALSE(kernels::all_finite(x)); });
   // The same scan over readable memory only, as a control.
   buffer.data()[0] = 1.0f;
   buffer.data()[n - 1] = qnan;
   for_each_target([&](const std::string&) {
-    CHECK_FALSE(all_finite(std::span<const float>(buffer.data(), n)));
-    CHECK(all_finite(std::span<const float>(buffer.data(), n - 1)));
+    CHECK_FALSE(kernels::all_finite(std::span<const float>(buffer.data(), n)));
+    CHECK(kernels::all_finite(std::span<const float>(buffer.data(), n - 1)));
   });
 }
 
@@ -285,7 +286,7 @@ TEST_CASE("unscale_and_check_finite scales every gradient and judges the rounded
   for_each_target([&](const std::string&) {
     // float16: 40000 * 2 overflows to inf after rounding; every other gradient is still scaled.
     std::vector<float16> h{float16(1.0f), float16(40000.0f), float16(-3.0f), float16(0.5f)};
-    CHECK_FALSE(unscale_and_check_finite<float16>(h, 2.0f));
+    CHECK_FALSE(kernels::unscale_and_check_finite<float16>(h, 2.0f));
     CHECK(h[0].to_bits() == float16(2.0f).to_bits());
     CHECK(h[1].to_bits() == 0x7C00);
     CHECK(h[2].to_bits() == float16(-6.0f).to_bits());
@@ -293,24 +294,24 @@ TEST_CASE("unscale_and_check_finite scales every gradient and judges the rounded
     // 65504 * 1.0002 = 65517.1 rounds back to 65504; 65504 * 1.0003 = 65523.7 rounds to inf,
     // though both products are finite floats.
     std::vector<float16> edge{float16::from_bits(0x7BFF)};
-    CHECK(unscale_and_check_finite<float16>(edge, 1.0002f));
+    CHECK(kernels::unscale_and_check_finite<float16>(edge, 1.0002f));
     CHECK(edge[0].to_bits() == 0x7BFF);
     edge[0] = float16::from_bits(0x7BFF);
-    CHECK_FALSE(unscale_and_check_finite<float16>(edge, 1.0003f));
+    CHECK_FALSE(kernels::unscale_and_check_finite<float16>(edge, 1.0003f));
     CHECK(edge[0].to_bits() == 0x7C00);
 
     std::vector<float> g{1.0f, 2.0f, qnan, 4.0f};
-    CHECK_FALSE(unscale_and_check_finite<float>(g, 0.5f));
+    CHECK_FALSE(kernels::unscale_and_check_finite<float>(g, 0.5f));
     CHECK(g[3] == 2.0f);
     std::vector<float> fine{1.0f, -8.0f, 0x1p-126f};
-    CHECK(unscale_and_check_finite<float>(fine, 0.125f));
+    CHECK(kernels::unscale_and_check_finite<float>(fine, 0.125f));
     CHECK(fine == std::vector<float>{0.125f, -1.0f, 0x1p-129f});
     std::vector<float> empty;
-    CHECK(unscale_and_check_finite<float>(empty, qnan));
+    CHECK(kernels::unscale_and_check_finite<float>(empty, qnan));
     std::vector<bfloat16> b(37, bfloat16(1.0f));
-    CHECK_FALSE(unscale_and_check_finite<bfloat16>(b, inf));
+    CHECK_FALSE(kernels::unscale_and_check_finite<bfloat16>(b, inf));
     std::vector<bfloat16> b2(37, bfloat16(0.0f));
-    CHECK_FALSE(unscale_and_check_finite<bfloat16>(b2, qnan));
+    CHECK_FALSE(kernels::unscale_and_check_finite<bfloat16>(b2, qnan));
   });
   // Each result is cast<T>(float(g) * inv_scale): random gradients against the scalar rule.
   const auto x = random_values<bfloat16>(1000, 3, true);
@@ -318,7 +319,7 @@ TEST_CASE("unscale_and_check_finite scales every gradient and judges the rounded
     std::vector<bfloat16> g = x;
     bool finite = true;
     for (std::size_t i = 0; i < g.size(); ++i) finite = finite && std::isfinite(static_cast<float>(x[i]) * 0.3f);
-    CHECK(unscale_and_check_finite<bfloat16>(g, 0.3f) == finite);
+    CHECK(kernels::unscale_and_check_finite<bfloat16>(g, 0.3f) == finite);
     for (std::size_t i = 0; i < g.size(); ++i) {
       const float product = static_cast<float>(x[i]) * 0.3f;
       if (std::isnan(product)) REQUIRE(std::isnan(static_cast<float>(g[i])));
@@ -331,41 +332,41 @@ TEST_CASE("double and float8 take the scalar path with the same semantics") {
   const auto x = random_values<float>(5000, 9, false);
   std::vector<float8_e4m3fn> q(x.size());
   std::vector<float8_e5m2> r(x.size());
-  convert<float, float8_e4m3fn>(x, q);
-  convert<float, float8_e5m2>(x, r);
+  kernels::convert<float, float8_e4m3fn>(x, q);
+  kernels::convert<float, float8_e5m2>(x, r);
   std::vector<float> wide_q(q.size()), wide_r(r.size());
-  convert<float8_e4m3fn, float>(q, wide_q);
-  convert<float8_e5m2, float>(r, wide_r);
+  kernels::convert<float8_e4m3fn, float>(q, wide_q);
+  kernels::convert<float8_e5m2, float>(r, wide_r);
   // float8 sums are sum<float> of the widened values, bit for bit.
-  CHECK(bits(sum<float8_e4m3fn>(q)) == bits(sum<float>(wide_q)));
-  CHECK(bits(dot<float8_e5m2>(r, r)) == bits(dot<float>(wide_r, wide_r)));
-  CHECK(amax<float8_e4m3fn>(q) == amax<float>(wide_q));
-  CHECK(all_finite<float8_e5m2>(r));
+  CHECK(bits(kernels::sum<float8_e4m3fn>(q)) == bits(kernels::sum<float>(wide_q)));
+  CHECK(bits(kernels::dot<float8_e5m2>(r, r)) == bits(kernels::dot<float>(wide_r, wide_r)));
+  CHECK(kernels::amax<float8_e4m3fn>(q) == kernels::amax<float>(wide_q));
+  CHECK(kernels::all_finite<float8_e5m2>(r));
   q[17] = float8_e4m3fn::from_bits(0x7F);  // NaN (E4M3FN has no inf)
-  CHECK_FALSE(all_finite<float8_e4m3fn>(q));
-  CHECK(std::isnan(amax<float8_e4m3fn>(q)));
+  CHECK_FALSE(kernels::all_finite<float8_e4m3fn>(q));
+  CHECK(std::isnan(kernels::amax<float8_e4m3fn>(q)));
   std::vector<float8_e4m3fn> big{float8_e4m3fn(300.0f)};
-  CHECK_FALSE(unscale_and_check_finite<float8_e4m3fn>(big, 2.0f));  // 600 is beyond 448: NaN
+  CHECK_FALSE(kernels::unscale_and_check_finite<float8_e4m3fn>(big, 2.0f));  // 600 is beyond 448: NaN
 
   std::vector<double> d{1e300, 0.5, -1e300};
-  CHECK(sum<double>(d) == 0.5f);  // accumulated in double (lane 0: 1e300 - 1e300, then + lane 1)
-  CHECK(amax<double>(d) == inf);  // 1e300 rounds to inf as a float
-  CHECK(dot<double>(std::vector<double>{1e-30, 3.0}, std::vector<double>{1e-30, 2.0}) == 6.0f);
-  CHECK(all_finite<double>(d));
+  CHECK(kernels::sum<double>(d) == 0.5f);  // accumulated in double (lane 0: 1e300 - 1e300, then + lane 1)
+  CHECK(kernels::amax<double>(d) == inf);  // 1e300 rounds to inf as a float
+  CHECK(kernels::dot<double>(std::vector<double>{1e-30, 3.0}, std::vector<double>{1e-30, 2.0}) == 6.0f);
+  CHECK(kernels::all_finite<double>(d));
   d.push_back(std::numeric_limits<double>::quiet_NaN());
-  CHECK_FALSE(all_finite<double>(d));
-  CHECK(std::isnan(amax<double>(d)));
+  CHECK_FALSE(kernels::all_finite<double>(d));
+  CHECK(std::isnan(kernels::amax<double>(d)));
   std::vector<double> g{2.0, 1e308};
-  CHECK_FALSE(unscale_and_check_finite<double>(g, 4.0f));
+  CHECK_FALSE(kernels::unscale_and_check_finite<double>(g, 4.0f));
   CHECK(g[0] == 8.0);
 }
 
 TEST_CASE("dot rejects operands of different sizes") {
   const std::vector<float> a(5), b(4);
-  CHECK_THROWS_WITH_AS(dot<float>(a, b), "dot: the first operand has 5 elements but the second has 4; they must match.",
+  CHECK_THROWS_WITH_AS(kernels::dot<float>(a, b), "dot: the first operand has 5 elements but the second has 4; they must match.",
                        std::invalid_argument);
   const std::vector<double> c(1), d(2);
-  CHECK_THROWS_AS(dot<double>(c, d), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::dot<double>(c, d), std::invalid_argument);
 }
 
 namespace {
@@ -404,7 +405,7 @@ TEST_CASE("column_max matches its rule bit for bit on every target, tails and sp
         for (auto& v : maxima) v = rng() % 4 == 0 ? value() : -inf;
         std::vector<float> expected = maxima;
         column_max_reference(rows, expected);
-        column_max<float>(rows, maxima);
+        kernels::column_max<float>(rows, maxima);
         INFO("cols = ", cols, ", rows = ", row_count);
         for (std::size_t c = 0; c < cols; ++c) REQUIRE(bits(maxima[c]) == bits(expected[c]));
       }
@@ -419,29 +420,29 @@ TEST_CASE("column_max: NaN propagation, ties and the double path") {
         1, -0.0f, 2, nan_a, 5, 1, -0.0f, nan_a, 2,  //
         3, 0.0f, nan_a, nan_b, 4, 1, 0.0f, nan_b, nan_b};
     std::vector<float> maxima{-inf, -inf, 7, -inf, nan_b, -inf, -inf, -inf, 9};
-    column_max<float>(rows, maxima);
+    kernels::column_max<float>(rows, maxima);
     const std::vector<float> expected{3, -0.0f, nan_a, nan_a, nan_b, 1, -0.0f, nan_a, nan_b};
     for (std::size_t c = 0; c < maxima.size(); ++c) CHECK(bits(maxima[c]) == bits(expected[c]));
   });
   const std::vector<double> rows{1.0, -0.0, std::numeric_limits<double>::quiet_NaN(), 0.0, 2.0, 1.0};
   std::vector<double> maxima{-INFINITY, 0.5};
-  column_max<double>(rows, maxima);
+  kernels::column_max<double>(rows, maxima);
   CHECK(std::isnan(maxima[0]));
   CHECK(maxima[1] == 1.0);
   std::vector<double> ties{-INFINITY, -INFINITY};
-  column_max<double>(std::vector<double>{-0.0, 0.0, 0.0, -0.0}, ties);
+  kernels::column_max<double>(std::vector<double>{-0.0, 0.0, 0.0, -0.0}, ties);
   CHECK(std::signbit(ties[0]));
   CHECK_FALSE(std::signbit(ties[1]));
 }
 
 TEST_CASE("column_max rejects rows that are not whole") {
   std::vector<float> maxima(3);
-  CHECK_THROWS_WITH_AS(column_max<float>(std::vector<float>(7), maxima),
+  CHECK_THROWS_WITH_AS(kernels::column_max<float>(std::vector<float>(7), maxima),
                        "column_max: the rows have 7 elements, which is not a multiple of the 3 maxima.",
                        std::invalid_argument);
   std::vector<double> none;
-  CHECK_THROWS_AS(column_max<double>(std::vector<double>(1), none), std::invalid_argument);
-  column_max<double>(std::vector<double>{}, none);  // empty into empty: nothing to do
+  CHECK_THROWS_AS(kernels::column_max<double>(std::vector<double>(1), none), std::invalid_argument);
+  kernels::column_max<double>(std::vector<double>{}, none);  // empty into empty: nothing to do
 }
 
 namespace {
@@ -479,7 +480,7 @@ void check_column_sum_rule(bool with_specials) {
             std::vector<float> sums(initial_sums.begin(), initial_sums.begin() + static_cast<std::ptrdiff_t>(cols));
             std::vector<float> expected = sums;
             column_sum_reference(matrix, expected, cols, accumulate);
-            column_sum<T>(matrix, sums, cols, accumulate);
+            kernels::column_sum<T>(matrix, sums, cols, accumulate);
             INFO("cols = ", cols, ", rows = ", rows, ", offset = ", offset, ", accumulate = ", accumulate);
             for (std::size_t c = 0; c < cols; ++c) REQUIRE(bits(sums[c]) == bits(expected[c]));
           }
@@ -505,7 +506,7 @@ TEST_CASE("column_sum against a double reference") {
     const auto start = random_values<float>(cols, 52, false);
     for_each_target([&](const std::string&) {
       std::vector<float> sums = start;
-      column_sum<bfloat16>(x, sums, cols, true);
+      kernels::column_sum<bfloat16>(x, sums, cols, true);
       for (std::size_t c = 0; c < cols; ++c) {
         double exact = start[c], magnitudes = std::fabs(start[c]);
         for (std::size_t r = 0; r < rows; ++r) {
@@ -527,23 +528,23 @@ TEST_CASE("column_sum: zeros, infinities, NaN and no rows") {
         -0.0f, inf, inf, signaling, 1.0f, -0.0f, 3e38f, 0x1p-149f, 1.0f,  //
         -0.0f, 1.0f, -inf, 1.0f, 2.0f, -0.0f, 3e38f, 0x1p-149f, 0x1p-24f};
     std::vector<float> sums(9, 123.0f);
-    column_sum<float>(x, sums, 9);
+    kernels::column_sum<float>(x, sums, 9);
     const std::vector<float> expected{0.0f, inf, qnan, qnan, 3.0f, 0.0f, inf, 0x1p-148f, 1.0f};
     for (std::size_t c = 0; c < 9; ++c) CHECK(bits(sums[c]) == bits(expected[c]));  // +0, never -0
 
     // No rows: the sums are +0; accumulating +0 turns a -0 into +0 and leaves the rest.
     std::vector<float> none{-0.0f, 5.0f};
-    column_sum<float>(std::vector<float>{}, none, 2, true);
+    kernels::column_sum<float>(std::vector<float>{}, none, 2, true);
     CHECK(bits(none[0]) == 0u);
     CHECK(none[1] == 5.0f);
-    column_sum<float>(std::vector<float>{}, none, 2);
+    kernels::column_sum<float>(std::vector<float>{}, none, 2);
     CHECK(none == std::vector<float>{0.0f, 0.0f});
 
     // 16-bit inputs are widened exactly: 256 + 1 + 1 is 258 in float (bfloat16 would round).
     std::vector<float> wide_sum(1);
-    column_sum<bfloat16>(std::vector<bfloat16>{bfloat16(256.0f), bfloat16(1.0f), bfloat16(1.0f)}, wide_sum, 1);
+    kernels::column_sum<bfloat16>(std::vector<bfloat16>{bfloat16(256.0f), bfloat16(1.0f), bfloat16(1.0f)}, wide_sum, 1);
     CHECK(wide_sum[0] == 258.0f);
-    column_sum<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0x7BFF)}, wide_sum, 1);
+    kernels::column_sum<float16>(std::vector<float16>{float16::from_bits(0x7BFF), float16::from_bits(0x7BFF)}, wide_sum, 1);
     CHECK(wide_sum[0] == 131008.0f);  // 2 * 65504, beyond float16 but not float
   });
 }
@@ -551,28 +552,28 @@ TEST_CASE("column_sum: zeros, infinities, NaN and no rows") {
 TEST_CASE("column_sum in double") {
   const std::vector<double> x{1.0, 1e300, 2.0, -1e300, 0.5, 1.0};
   std::vector<double> sums{10.0, 20.0};
-  column_sum(x, sums, 2);
+  kernels::column_sum(x, sums, 2);
   CHECK(sums == std::vector<double>{3.5, 1.0});  // 1e300 - 1e300 + 1, in row order
-  column_sum(x, sums, 2, true);
+  kernels::column_sum(x, sums, 2, true);
   CHECK(sums == std::vector<double>{7.0, 2.0});
 }
 
 TEST_CASE("column_sum rejects shapes that do not fit") {
   std::vector<float> sums(3, 7.0f);
   const std::vector<float> x(6);
-  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 0), "column_sum: cols must be positive, got 0.", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 4), "column_sum: the size 6 is not a multiple of cols = 4.",
+  CHECK_THROWS_WITH_AS(kernels::column_sum<float>(x, sums, 0), "column_sum: cols must be positive, got 0.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::column_sum<float>(x, sums, 4), "column_sum: the size 6 is not a multiple of cols = 4.",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(column_sum<float>(x, sums, 2), "column_sum: sums has 3 elements but cols = 2; they must match.",
+  CHECK_THROWS_WITH_AS(kernels::column_sum<float>(x, sums, 2), "column_sum: sums has 3 elements but cols = 2; they must match.",
                        std::invalid_argument);
   std::vector<float> buffer(9);
-  CHECK_THROWS_WITH_AS(column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(5, 3), 3),
+  CHECK_THROWS_WITH_AS(kernels::column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(5, 3), 3),
                        "column_sum: x and sums overlap; they must lie apart.", std::invalid_argument);
   CHECK(sums == std::vector<float>(3, 7.0f));
   std::vector<double> double_sums(2);
-  CHECK_THROWS_WITH_AS(column_sum(std::vector<double>(3), double_sums, 2),
+  CHECK_THROWS_WITH_AS(kernels::column_sum(std::vector<double>(3), double_sums, 2),
                        "column_sum: the size 3 is not a multiple of cols = 2.", std::invalid_argument);
-  column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(6, 3), 3);  // adjacent: fine
+  kernels::column_sum<float>(std::span<const float>(buffer).first(6), std::span<float>(buffer).subspan(6, 3), 3);  // adjacent: fine
 }
 
 namespace {
@@ -627,7 +628,7 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
         for (auto& v : window) v = value();
         std::vector<float> maxima(cols, -inf);
         for (std::size_t r = 0; r < rows; ++r)
-          column_max<float>(std::span<const float>(window).subspan(r * row_stride, row_length), maxima);
+          kernels::column_max<float>(std::span<const float>(window).subspan(r * row_stride, row_length), maxima);
         for (auto& m : maxima)
           if (rng() % 9 == 0) m = 7.5f;
         std::vector<float> gradient(cols), window_gradient(window.size()), expected;
@@ -635,7 +636,7 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
         for (auto& g : window_gradient) g = static_cast<float>(rng() % 16) / 4.0f;
         expected = window_gradient;
         column_max_backward_reference(window, maxima, gradient, expected, rows, row_length, row_stride);
-        column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+        kernels::column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
         INFO(target, ": cols = ", cols, ", rows = ", rows, ", row_length = ", row_length, ", stride = ", row_stride);
         for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
       }
@@ -644,11 +645,11 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
   const std::vector<double> window{1, 3, -0.0, 3, 0.0, 2, std::nan(""), 1};
   const std::vector<double> maxima{3, 3}, gradient{0.5, 0.25};  // two columns; the second's 3 is never held
   std::vector<double> window_gradient(window.size(), 1.0);
-  column_max_backward<double>(window, maxima, gradient, window_gradient, 2, 4, 4);
+  kernels::column_max_backward<double>(window, maxima, gradient, window_gradient, 2, 4, 4);
   CHECK(window_gradient == std::vector<double>{1, 1.25, 1, 1, 1, 1, 1, 1});
   const std::vector<double> nan_max{std::nan(""), 3};  // column 0's NaN is its fourth element
   std::fill(window_gradient.begin(), window_gradient.end(), 0.0);
-  column_max_backward<double>(window, nan_max, gradient, window_gradient, 2, 4, 4);
+  kernels::column_max_backward<double>(window, nan_max, gradient, window_gradient, 2, 4, 4);
   CHECK(window_gradient == std::vector<double>{0, 0.25, 0, 0, 0, 0, 0.5, 0});
 }
 
@@ -666,7 +667,7 @@ TEST_CASE("column_max_backward: the max pooling of a 4x4 image, by hand") {
     for (std::size_t oy = 0; oy < 2; ++oy)
       for (std::size_t ox = 0; ox < 2; ++ox) {
         const std::size_t first = oy * 8 + ox * 2, o = oy * 2 + ox;
-        column_max_backward<float>(std::span<const float>(image).subspan(first, 6),
+        kernels::column_max_backward<float>(std::span<const float>(image).subspan(first, 6),
                                    std::span<const float>(pooled).subspan(o, 1), std::span<const float>(dy).subspan(o, 1),
                                    std::span<float>(dx).subspan(first, 6), 2, 2, 4);
       }
@@ -677,7 +678,7 @@ TEST_CASE("column_max_backward: the max pooling of a 4x4 image, by hand") {
 TEST_CASE("column_max_backward rejects windows that do not fit") {
   std::vector<float> window(10), window_gradient(10), maxima(2), gradient(2);
   const auto call = [&](std::size_t rows, std::size_t row_length, std::size_t row_stride) {
-    column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+    kernels::column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
   };
   CHECK_THROWS_WITH_AS(call(1, 3, 3), "column_max_backward: rows of 3 elements do not hold whole rows of the 2 maxima.",
                        std::invalid_argument);
@@ -687,11 +688,83 @@ TEST_CASE("column_max_backward rejects windows that do not fit") {
                        std::invalid_argument);
   CHECK_THROWS_AS(call(2, 4, std::size_t(1) << 62), std::invalid_argument);  // no overflow in the check
   std::vector<float> short_gradient(1);
-  CHECK_THROWS_WITH_AS(column_max_backward<float>(window, maxima, short_gradient, window_gradient, 1, 2, 2),
+  CHECK_THROWS_WITH_AS(kernels::column_max_backward<float>(window, maxima, short_gradient, window_gradient, 1, 2, 2),
                        "column_max_backward: maxima_gradient has 1 elements but there are 2 maxima.",
                        std::invalid_argument);
   std::vector<float> other(9);
-  CHECK_THROWS_AS(column_max_backward<float>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
-  CHECK_THROWS_AS(column_max_backward<float>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::column_max_backward<float>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::column_max_backward<float>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
   call(2, 4, 6);  // exactly fits: rows at 0 and 6, the last ending at 10
 }
+
+template <class X>
+concept has_amax = requires { kernels::amax(std::declval<X>()); };
+template <class A, class B>
+concept has_dot = requires { kernels::dot(std::declval<A>(), std::declval<B>()); };
+template <class G>
+concept unscales = requires { kernels::unscale_and_check_finite(std::declval<G>(), 1.0f); };
+template <class X>
+concept has_column_max = requires { kernels::column_max(std::declval<X>(), std::declval<X>()); };
+template <class X, class S>
+concept has_column_sum = requires { kernels::column_sum(std::declval<X>(), std::declval<S>(), 1); };
+
+TEST_CASE("the reductions deduce the dtype from spans and containers") {
+  const std::vector<bfloat16> x{bfloat16(-3.0f), bfloat16(0.5f), bfloat16(2.0f)};
+  CHECK(kernels::amax(x) == 3.0f);
+  CHECK(kernels::amax<bfloat16>(x) == 3.0f);  // naming the dtype still compiles
+  CHECK(kernels::amax(std::span<const bfloat16>(x)) == 3.0f);
+  CHECK(kernels::sum(x) == -0.5f);
+  CHECK(kernels::dot(x, x) == 13.25f);
+  CHECK(kernels::all_finite(std::array<float, 2>{1.0f, 2.0f}));
+  std::vector<float> g{2.0f, 4.0f};
+  CHECK(kernels::unscale_and_check_finite(g, 0.5f));
+  CHECK(g == std::vector<float>{1.0f, 2.0f});
+  CHECK(kernels::unscale_and_check_finite(std::span<float>(g), 0.5f));  // a span of non-const elements
+  CHECK(g == std::vector<float>{0.5f, 1.0f});
+  std::vector<float> maxima{0.0f, -9.0f};
+  kernels::column_max(std::vector<float>{1.0f, -2.0f, -1.0f, -3.0f}, maxima);
+  CHECK(maxima == std::vector<float>{1.0f, -2.0f});
+  std::vector<float> sums(2);
+  kernels::column_sum(std::vector<float16>{float16(1.0f), float16(2.0f), float16(3.0f), float16(4.0f)}, sums, 2);
+  CHECK(sums == std::vector<float>{4.0f, 6.0f});
+  std::vector<double> double_sums(1);
+  kernels::column_sum(std::vector<double>{1.0, 2.0}, double_sums, 1);
+  CHECK(double_sums == std::vector<double>{3.0});
+
+  // Dtypes without a kernel, mixed dtypes and outputs that would be lost do not resolve.
+  static_assert(has_amax<std::vector<float16>&> && !has_amax<std::vector<std::int32_t>&>);
+  static_assert(has_dot<std::vector<float>&, std::vector<float>&> && !has_dot<std::vector<float>&, std::vector<double>&>);
+  static_assert(unscales<std::vector<float>&> && unscales<std::span<float>>);
+  static_assert(!unscales<std::vector<float>> && !unscales<const std::vector<float>&>);
+  static_assert(has_column_max<std::vector<double>&> && !has_column_max<std::vector<bfloat16>&>);
+  static_assert(has_column_sum<std::vector<bfloat16>&, std::vector<float>&>);
+  static_assert(!has_column_sum<std::vector<double>&, std::vector<float>&>);
+}
+
+// The names of the previous release still work (and warn: the project itself must not use them).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST_CASE("the deprecated mixprec:: reductions forward to kernels::") {
+  const std::vector<float> x{-3.0f, 0.5f, 2.0f};
+  const std::span<const float> s(x);
+  CHECK(mixprec::amax<float>(x) == kernels::amax(x));
+  CHECK(mixprec::sum(s) == kernels::sum(x));
+  CHECK(mixprec::dot(s, s) == kernels::dot(x, x));
+  CHECK(mixprec::all_finite(s));
+  std::vector<float> g{2.0f};
+  CHECK(mixprec::unscale_and_check_finite<float>(g, 0.5f));
+  CHECK(g[0] == 1.0f);
+  std::vector<float> maxima{0.0f};
+  mixprec::column_max<float>(x, maxima);
+  CHECK(maxima[0] == 2.0f);
+  std::vector<float> gradient(3);
+  mixprec::column_max_backward<float>(x, maxima, std::vector<float>{5.0f}, gradient, 3, 1, 1);
+  CHECK(gradient == std::vector<float>{0.0f, 0.0f, 5.0f});
+  std::vector<float> sums(1);
+  mixprec::column_sum<float>(x, sums, 1);
+  CHECK(sums[0] == -0.5f);
+  std::vector<double> double_sums(1);
+  mixprec::column_sum(std::vector<double>{1.0, 2.0}, double_sums, 1);
+  CHECK(double_sums[0] == 3.0);
+}
+#pragma GCC diagnostic pop

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -74,7 +75,7 @@ struct MyDenseWithNoise : Layer<MyDenseWithNoise, policies::mixed_float16> {
   auto call(const call_context<policies::mixed_float16>& context, const X& x) {
     Tensor<float16, dynamic, 10> y(x.batch());
     detail::dense_forward<float16>(x.values(), x.batch(), X::row_size, context.read(kernel).values(), {}, 10,
-                                   activation_kind::linear, y.values());
+                                   kernels::activation::linear, y.values());
     const auto random = context.random_normal_like(y, 0.0, 1.0, 7);  // float16, like y
     return y + random;
   }
@@ -323,3 +324,23 @@ TEST_CASE("layer settings are validated") {
   CHECK_THROWS_WITH_AS(BatchNormalization<>("bn", 0.9, 0.0), doctest::Contains("epsilon must be positive"),
                        std::invalid_argument);
 }
+
+TEST_CASE("layers name their activations with the kernels' enum") {
+  static_assert(std::is_same_v<decltype(activations::relu::kind), const kernels::activation>);
+  static_assert(activations::exponential::kind == kernels::activation::exponential);
+  static_assert(activations::exponential::name == "exponential");
+  static_assert(activations::softmax::name == kernels::activation_name(kernels::activation::softmax));
+}
+
+// The names of the previous release still work (and warn: the project itself must not use them).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST_CASE("the deprecated activation_kind, activation_name and find_activation forward to kernels::") {
+  static_assert(std::is_same_v<activation_kind, kernels::activation>);
+  const activation_kind kind = activation_kind::gelu;
+  CHECK(mixprec::activation_name(kind) == "gelu");
+  CHECK(activation_name(kind) == "gelu");  // unqualified: kernels::activation_name, found by its argument
+  CHECK(find_activation("tanh") == kernels::activation::tanh);
+  CHECK(find_activation("swish") == std::nullopt);
+}
+#pragma GCC diagnostic pop

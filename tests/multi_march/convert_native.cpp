@@ -3,6 +3,6 @@
 
 std::vector<mixprec::bfloat16> to_bfloat16_native(const std::vector<float>& x) {
   std::vector<mixprec::bfloat16> y(x.size());
-  mixprec::convert<float, mixprec::bfloat16>(x, y);
+  mixprec::kernels::convert<float, mixprec::bfloat16>(x, y);
   return y;
 }

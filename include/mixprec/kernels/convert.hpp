@@ -1,8 +1,9 @@
-// convert<From, To>: vectorized, correctly rounded dtype conversion of a whole span.
+// kernels::convert: vectorized, correctly rounded dtype conversion of a whole span, the dtypes
+// deduced from the arguments (or named: convert<float, bfloat16>(x, y)).
 //
 //   std::vector<float> x(n);  std::vector<bfloat16> y(n);
-//   convert<float, bfloat16>(x, y);
-//   convert<float, float8_e4m3fn>(x, q, overflow_mode::saturate);
+//   kernels::convert(x, y);
+//   kernels::convert(x, q, overflow_mode::saturate);   // q: std::vector<float8_e4m3fn>
 //
 // Pairs with a Highway kernel (dispatched to the best target): float <-> bfloat16, float16,
 // float8_e4m3fn, float8_e5m2; double -> float; bfloat16 <-> float16. Every other pair of dtypes
@@ -18,10 +19,12 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/kernels/detail/convert_entry_points.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
 namespace mixprec {
 
@@ -74,10 +77,12 @@ void check_disjoint(std::span<A> a, std::span<B> b, const char* what, const char
 }
 }  // namespace detail
 
+namespace kernels {
+
 template <class From, class To>
   requires DType<From> && DType<To>
 void convert(std::span<const From> from, std::span<To> to, overflow_mode overflow = overflow_mode::ieee) {
-  detail::check_same_size(from.size(), to.size(), "convert");
+  mixprec::detail::check_same_size(from.size(), to.size(), "convert");
   namespace k = kernels::detail;
   const std::size_t n = from.size();
   const bool saturate = overflow == overflow_mode::saturate;
@@ -124,11 +129,33 @@ void convert(std::span<const From> from, std::span<To> to, overflow_mode overflo
   }
 }
 
+/// convert of any contiguous ranges (std::vector, std::array, spans), their dtypes deduced.
+template <detail::input_range From, detail::output_range To>
+  requires DType<detail::range_element_t<From>> && DType<detail::range_element_t<To>>
+void convert(const From& from, To&& to, overflow_mode overflow = overflow_mode::ieee) {
+  kernels::convert(detail::input_span(from), detail::output_span(std::forward<To>(to)), overflow);
+}
+
 /// Keras' int8 quantization of a span: to[i] = clamp(round_half_even(from[i] * scale), -127, 127).
 /// NaN gives 0.
 inline void quantize_int8(std::span<const float> from, float scale, std::span<std::int8_t> to) {
-  detail::check_same_size(from.size(), to.size(), "quantize_int8");
-  kernels::detail::quantize_f32_to_i8(from.data(), scale, to.data(), from.size());
+  mixprec::detail::check_same_size(from.size(), to.size(), "quantize_int8");
+  detail::quantize_f32_to_i8(from.data(), scale, to.data(), from.size());
+}
+
+}  // namespace kernels
+
+// The names of the previous release, kept for one more: mixprec::convert is now kernels::convert.
+template <class From, class To>
+  requires DType<From> && DType<To>
+[[deprecated("use mixprec::kernels::convert")]] void convert(std::span<const From> from, std::span<To> to,
+                                                            overflow_mode overflow = overflow_mode::ieee) {
+  kernels::convert(from, to, overflow);
+}
+[[deprecated("use mixprec::kernels::quantize_int8")]] inline void quantize_int8(std::span<const float> from,
+                                                                               float scale,
+                                                                               std::span<std::int8_t> to) {
+  kernels::quantize_int8(from, scale, to);
 }
 
 }  // namespace mixprec

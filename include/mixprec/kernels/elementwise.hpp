@@ -2,11 +2,13 @@
 // adds, row softmax forward and backward, and the fused dense epilogue (bias + activation on a
 // float32 accumulator, rounded once).
 //
-//   kernels::activate<bfloat16>(kernels::activation::gelu, x, y);
-//   kernels::bias_activation<bfloat16>(acc, bias, kernels::activation::relu, y, units);
-//   kernels::softmax_rows<float>(logits, probabilities, classes);
-//   kernels::activation_backward<bfloat16>(kernels::activation::gelu, x, dy, dx);   // dx = dy gelu'(x)
-//   kernels::softmax_rows_backward<float>(probabilities, dy, dx, classes);
+//   kernels::activate(kernels::activation::gelu, x, y);
+//   kernels::bias_activation(acc, bias, kernels::activation::relu, y, units);
+//   kernels::softmax_rows(logits, probabilities, classes);
+//   kernels::activation_backward(kernels::activation::gelu, x, dy, dx);   // dx = dy gelu'(x)
+//   kernels::softmax_rows_backward(probabilities, dy, dx, classes);
+//
+// The dtype is deduced from the arguments (spans, std::vectors, ...) or named: activate<bfloat16>.
 //
 // float, bfloat16 and float16 run Highway kernels (dispatched to the best target): each element
 // is widened exactly to float, computed in float32 and rounded once to T, to nearest even, as
@@ -19,7 +21,8 @@
 // in magnitude). double runs scalar double math with the std:: functions (what layers under a
 // float64 policy use).
 //
-// Activations:
+// Activations (kernels/activation.hpp; softmax, a row operation, is softmax_rows and the
+// elementwise kernels reject it with std::invalid_argument):
 //   linear            y = x (bits copied, NaN payloads included)
 //   relu              max(x, 0); relu(-0) = +0 (never negative), relu(NaN) = NaN
 //   gelu              exact, x Phi(x) = 0.5 x erfc(-x / sqrt(2)) with Phi the standard normal CDF
@@ -30,14 +33,14 @@
 //                     x < 0; gelu_approximate(-inf) = -0 (the limit)
 //   sigmoid           1 / (1 + exp(-x)), without overflow: sigmoid(-inf) = 0, tiny results stay accurate
 //   tanh              tanh(+-inf) = +-1, tanh(-0) = -0
-//   exp               exp(+inf) = inf, exp(-inf) = 0, overflow (x > 88.72) gives inf
+//   exponential       exp(+inf) = inf, exp(-inf) = 0, overflow (x > 88.72) gives inf
 // NaN in gives NaN out; for the kernel dtypes every NaN result is the canonical quiet NaN
 // (except linear, which copies).
 //
 // Derivatives (activation_backward, float32, dy = 1), measured the same way in ulps of the sum
 // of the magnitudes of their terms (the only meaningful measure where the terms cancel, as
-// gelu' does at its root x = -0.7518): exp 0.96, sigmoid 4.1, tanh 4.1, gelu 6.1 (relative to
-// the derivative itself 5.4 ulp below x = -3, 3.4 on [0, 3)), gelu_approximate 12.8 for
+// gelu' does at its root x = -0.7518): exponential 0.96, sigmoid 4.1, tanh 4.1, gelu 6.1
+// (relative to the derivative itself 5.4 ulp below x = -3, 3.4 on [0, 3)), gelu_approximate 12.8 for
 // x >= -3 and about 2.7 ulp per unit of |2u| below, where the tiny derivative (below 1e-36)
 // keeps only an absolute accuracy of 2^-138 once e^-|2u| is subnormal (x < -10.2).
 #pragma once
@@ -51,11 +54,14 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/activation.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/elementwise_entry_points.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
 namespace mixprec::kernels {
 
@@ -92,9 +98,10 @@ inline double activate_f64(activation a, double x) {
       return x * sigmoid_f64(gelu_approximate_two_u_f64(x));
     case activation::sigmoid: return sigmoid_f64(x);
     case activation::tanh: return std::tanh(x);
-    case activation::exp: return std::exp(x);
+    case activation::exponential: return std::exp(x);
+    case activation::softmax: break;  // rejected by check_elementwise
   }
-  return x;
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 /// dy a'(x), relu's and linear's as selections (see activation_backward). The gelu derivatives
@@ -116,9 +123,18 @@ inline double activation_backward_f64(activation a, double x, double dy) {
     }
     case activation::sigmoid: return dy * sigmoid_slope_f64(x);
     case activation::tanh: return dy * 4.0 * sigmoid_slope_f64(2.0 * x);  // 1 - tanh^2 without cancellation
-    case activation::exp: return dy * std::exp(x);
+    case activation::exponential: return dy * std::exp(x);
+    case activation::softmax: break;  // rejected by check_elementwise
   }
-  return dy;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// The elementwise kernels compute every activation but softmax (softmax_rows does).
+inline void check_elementwise(activation a, const char* what) {
+  if (a == activation::softmax)
+    throw std::invalid_argument(std::string(what) +
+                                ": softmax is not elementwise; it runs over rows, with kernels::softmax_rows.");
+  if (!is_elementwise(a)) throw_not_an_activation(a, what);
 }
 
 /// y must be x itself or lie apart from it: a partial overlap would read overwritten inputs.
@@ -151,10 +167,11 @@ inline void check_gradient_sizes(std::size_t forward, std::size_t dy, std::size_
 }  // namespace detail
 
 /// y[i] = a(x[i]) (see the activations above). y may alias x exactly (in place); any other
-/// overlap, or sizes that differ, throw std::invalid_argument.
+/// overlap, sizes that differ, or softmax throw std::invalid_argument.
 template <class T>
   requires ComputeDType<T>
 void activate(activation a, std::span<const T> x, std::span<T> y) {
+  detail::check_elementwise(a, "activate");
   mixprec::detail::check_same_size(x.size(), y.size(), "activate");
   detail::check_exact_alias_or_disjoint(x.data(), y.data(), x.size(), "activate");
   if (a == activation::linear) {
@@ -182,14 +199,15 @@ void activate(activation a, std::span<const T> x, std::span<T> y) {
 ///                      a = 2 sqrt(2/pi), b = 0.044715 a (the derivative of its sigmoid form)
 ///   sigmoid            s (1 - s), as e / (1 + e)^2 with e = e^-|x| (no cancellation)
 ///   tanh               1 - tanh(x)^2, as 4 e / (1 + e)^2 with e = e^-2|x| (no cancellation)
-///   exp                e^x (overflowing to inf for x > 88.72, so dy = 0 there gives NaN)
+///   exponential        e^x (overflowing to inf for x > 88.72, so dy = 0 there gives NaN)
 /// A derivative below float's range counts as 0 (dy times it is not rescued). NaN x or dy give
 /// NaN (canonical for the kernel dtypes), except for relu as above. dx may alias dy exactly (in
-/// place); any other overlap of dx with dy or x, or sizes that differ, throw
+/// place); any other overlap of dx with dy or x, sizes that differ, or softmax throw
 /// std::invalid_argument.
 template <class T>
   requires ComputeDType<T>
 void activation_backward(activation a, std::span<const T> x, std::span<const T> dy, std::span<T> dx) {
+  detail::check_elementwise(a, "activation_backward");
   detail::check_gradient_sizes(x.size(), dy.size(), dx.size(), "activation_backward", "x");
   detail::check_gradient_outputs(x.data(), dy.data(), dx.data(), dx.size(), "activation_backward", "x");
   if (a == activation::linear) {
@@ -308,12 +326,13 @@ void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::spa
 
 /// Dense epilogue, fused: y = act(acc + bias) rounded once to T. acc is float32 rows x cols; bias has cols entries or is empty.
 /// For T = float, y may alias acc exactly. Throws std::invalid_argument if cols == 0, if acc and
-/// y differ in size or are not a multiple of cols, if bias is neither empty nor cols long, or if
-/// y overlaps acc otherwise.
+/// y differ in size or are not a multiple of cols, if bias is neither empty nor cols long, if
+/// y overlaps acc otherwise, or for softmax.
 template <class T>
   requires ComputeDType<T>
 void bias_activation(std::span<const float> acc, std::span<const T> bias, activation a, std::span<T> y,
                      std::size_t cols) {
+  detail::check_elementwise(a, "bias_activation");
   mixprec::detail::check_rows(acc.size(), cols, "bias_activation");
   mixprec::detail::check_same_size(acc.size(), y.size(), "bias_activation");
   if constexpr (std::is_same_v<T, float>)  // the epilogue may run in place on the accumulator
@@ -333,6 +352,58 @@ void bias_activation(std::span<const float> acc, std::span<const T> bias, activa
     for (std::size_t i = 0; i < acc.size(); ++i)
       y[i] = detail::activate_f64(a, static_cast<double>(acc[i]) + (b == nullptr ? 0.0 : b[i % cols]));
   }
+}
+
+/// The elementwise kernels of any contiguous ranges (std::vector, std::array, spans), their
+/// dtype deduced.
+template <detail::input_range X, detail::output_range Y>
+  requires ComputeDType<detail::range_element_t<Y>> &&
+           std::is_same_v<detail::range_element_t<X>, detail::range_element_t<Y>>
+void activate(activation a, const X& x, Y&& y) {
+  kernels::activate(a, detail::input_span(x), detail::output_span(std::forward<Y>(y)));
+}
+template <detail::input_range X, detail::input_range DY, detail::output_range DX>
+  requires ComputeDType<detail::range_element_t<DX>> &&
+           std::is_same_v<detail::range_element_t<X>, detail::range_element_t<DX>> &&
+           std::is_same_v<detail::range_element_t<DY>, detail::range_element_t<DX>>
+void activation_backward(activation a, const X& x, const DY& dy, DX&& dx) {
+  kernels::activation_backward(a, detail::input_span(x), detail::input_span(dy),
+                               detail::output_span(std::forward<DX>(dx)));
+}
+template <detail::output_range R, detail::input_range B>
+  requires ComputeDType<detail::range_element_t<R>> &&
+           std::is_same_v<detail::range_element_t<R>, detail::range_element_t<B>>
+void bias_add(R&& rows, const B& bias) {
+  kernels::bias_add(detail::output_span(std::forward<R>(rows)), detail::input_span(bias));
+}
+template <detail::input_range X, detail::output_range Y>
+  requires ComputeDType<detail::range_element_t<Y>> &&
+           std::is_same_v<detail::range_element_t<X>, detail::range_element_t<Y>>
+void softmax_rows(const X& x, Y&& y, std::size_t cols) {
+  kernels::softmax_rows(detail::input_span(x), detail::output_span(std::forward<Y>(y)), cols);
+}
+template <detail::input_range Y, detail::input_range DY, detail::output_range DX>
+  requires ComputeDType<detail::range_element_t<DX>> &&
+           std::is_same_v<detail::range_element_t<Y>, detail::range_element_t<DX>> &&
+           std::is_same_v<detail::range_element_t<DY>, detail::range_element_t<DX>>
+void softmax_rows_backward(const Y& y, const DY& dy, DX&& dx, std::size_t cols) {
+  kernels::softmax_rows_backward(detail::input_span(y), detail::input_span(dy),
+                                 detail::output_span(std::forward<DX>(dx)), cols);
+}
+template <detail::input_range From, detail::output_range To>
+  requires(std::is_same_v<detail::range_element_t<To>, float> || std::is_same_v<detail::range_element_t<To>, double>) &&
+          std::is_same_v<detail::range_element_t<From>, detail::range_element_t<To>>
+void add_rows(const From& from, std::size_t from_stride, To&& to, std::size_t to_stride, std::size_t rows,
+              std::size_t row_length) {
+  kernels::add_rows(detail::input_span(from), from_stride, detail::output_span(std::forward<To>(to)), to_stride, rows,
+                    row_length);
+}
+template <detail::input_range Acc, detail::input_range B, detail::output_range Y>
+  requires std::is_same_v<detail::range_element_t<Acc>, float> && ComputeDType<detail::range_element_t<Y>> &&
+           std::is_same_v<detail::range_element_t<B>, detail::range_element_t<Y>>
+void bias_activation(const Acc& acc, const B& bias, activation a, Y&& y, std::size_t cols) {
+  kernels::bias_activation(detail::input_span(acc), detail::input_span(bias), a,
+                           detail::output_span(std::forward<Y>(y)), cols);
 }
 
 }  // namespace mixprec::kernels

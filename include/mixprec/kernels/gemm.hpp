@@ -14,10 +14,12 @@
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
 #include <mixprec/kernels/detail/gemm_entry_points.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
 namespace mixprec::kernels {
 
@@ -84,7 +86,7 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
   static_assert(detail::is_gemm_dtype_combination<TA, TB, TC>,
                 "mixprec::kernels::gemm supports (A, B, C) dtypes (float, float, float), (bfloat16, bfloat16, float), "
                 "(bfloat16, bfloat16, bfloat16), (float16, float16, float) and (float16, float16, float16); "
-                "convert the operands with mixprec::convert first");
+                "convert the operands with mixprec::kernels::convert first");
   if constexpr (detail::is_gemm_dtype_combination<TA, TB, TC>) {
     detail::gemm_operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
     detail::gemm(detail::gemm_problem<TA, TB, TC>{trans_a == transpose::yes, trans_b == transpose::yes, m, n, k, alpha,
@@ -103,6 +105,14 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
   detail::check_extent(operands.b, b.size());
   detail::check_extent(operands.c, c.size());
   gemm(trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+}
+
+/// The same on any contiguous ranges (std::vector, std::array, spans), the dtypes deduced.
+template <detail::input_range A, detail::input_range B, detail::output_range C>
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const A& a,
+          std::size_t lda, const B& b, std::size_t ldb, float beta, C&& c, std::size_t ldc) {
+  kernels::gemm(trans_a, trans_b, m, n, k, alpha, detail::input_span(a), lda, detail::input_span(b), ldb, beta,
+                detail::output_span(std::forward<C>(c)), ldc);
 }
 
 /// Threads the GEMM splits its work across, the calling thread included; 0 means

@@ -1,8 +1,8 @@
 // Batch normalization's hot loops over the channels (columns) of a row-major matrix: the
 // per-channel statistics, the per-channel affine map, and the two backward passes.
 //
-//   kernels::batch_norm_moments<float>(x, channels, mean, variance);        // double statistics
-//   kernels::scale_shift_columns<float>(x, scale, shift, y);               // y = x scale + shift
+//   kernels::batch_norm_moments(x, channels, mean, variance);        // double statistics
+//   kernels::scale_shift_columns(x, scale, shift, y);               // y = x scale + shift
 //
 // float runs Highway kernels (dispatched to the best target), double a scalar loop with the same
 // rule (kernels/detail/batch_norm_rule.hpp). Statistics and gradient sums accumulate in double,
@@ -22,6 +22,7 @@
 #include <mixprec/kernels/detail/batch_norm_rule.hpp>
 #include <mixprec/kernels/detail/reduce_entry_points.hpp>
 #include <mixprec/kernels/elementwise.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
 namespace mixprec::kernels {
 
@@ -123,6 +124,40 @@ void batch_norm_input_gradient(std::span<const T> x, std::span<const T> dy, std:
     detail::batch_norm_input_gradient_rule(x.data(), dy.data(), x.size(), cols, 0, cols, mean.data(),
                                            inverse_deviation.data(), factor.data(), mean_dy.data(),
                                            mean_dy_x_hat.data(), dx.data());
+}
+
+/// The normalization kernels on any contiguous ranges (std::vector, std::array, spans): T is
+/// x's element type, and the other arguments convert to spans of T (and of double).
+template <detail::input_range X>
+  requires NormalizationDType<detail::range_element_t<X>>
+void batch_norm_moments(const X& x, std::size_t cols, std::span<double> mean, std::span<double> variance) {
+  kernels::batch_norm_moments(detail::input_span(x), cols, mean, variance);
+}
+template <detail::input_range X>
+  requires NormalizationDType<detail::range_element_t<X>>
+void scale_shift_columns(const X& x, std::span<const detail::range_element_t<X>> scale,
+                         std::span<const detail::range_element_t<X>> shift, std::span<detail::range_element_t<X>> y) {
+  kernels::scale_shift_columns(detail::input_span(x), scale, shift, y);
+}
+template <detail::input_range X>
+  requires NormalizationDType<detail::range_element_t<X>>
+void batch_norm_backward_sums(const X& x, std::span<const detail::range_element_t<X>> dy,
+                              std::span<const detail::range_element_t<X>> mean,
+                              std::span<const detail::range_element_t<X>> inverse_deviation, std::span<double> sum_dy,
+                              std::span<double> sum_dy_x_hat) {
+  kernels::batch_norm_backward_sums(detail::input_span(x), dy, mean, inverse_deviation, sum_dy, sum_dy_x_hat);
+}
+template <detail::input_range X>
+  requires NormalizationDType<detail::range_element_t<X>>
+void batch_norm_input_gradient(const X& x, std::span<const detail::range_element_t<X>> dy,
+                               std::span<const detail::range_element_t<X>> mean,
+                               std::span<const detail::range_element_t<X>> inverse_deviation,
+                               std::span<const detail::range_element_t<X>> factor,
+                               std::span<const detail::range_element_t<X>> mean_dy,
+                               std::span<const detail::range_element_t<X>> mean_dy_x_hat,
+                               std::span<detail::range_element_t<X>> dx) {
+  kernels::batch_norm_input_gradient(detail::input_span(x), dy, mean, inverse_deviation, factor, mean_dy,
+                                     mean_dy_x_hat, dx);
 }
 
 }  // namespace mixprec::kernels

@@ -1,10 +1,10 @@
 // Optimizer kernels for a training step: Keras 3's SGD and Adam / AdamW updates, and the
 // gradient clipping behind clipvalue, clipnorm and global_clipnorm.
 //
-//   kernels::sgd_update<float>(w, g, velocity, {.learning_rate = 0.01f, .momentum = 0.9f});
-//   kernels::adam_update<bfloat16>(w, g, m, v, {}, {.learning_rate = 1e-3f, .iteration = step});
-//   kernels::clip_by_value<float>(g, 0.5f);                                      // clipvalue
-//   kernels::scale<float>(g, clipnorm, std::max(std::sqrt(dot<float>(g, g)), clipnorm));  // clipnorm
+//   kernels::sgd_update(w, g, velocity, {.learning_rate = 0.01f, .momentum = 0.9f});
+//   kernels::adam_update(w, g, m, v, {}, {.learning_rate = 1e-3f, .iteration = step});  // {}: no AMSGrad
+//   kernels::clip_by_value(g, 0.5f);                                                   // clipvalue
+//   kernels::scale(g, clipnorm, std::max(std::sqrt(kernels::dot(g, g)), clipnorm));   // clipnorm
 //
 // The variable w, its gradient g and the optimizer's slots share the variable's dtype V: float,
 // bfloat16 and float16 run Highway kernels (dispatched to the best target), double a scalar loop
@@ -49,11 +49,13 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/kernels/ranges.hpp>
 #include <mixprec/kernels/detail/optimizer_entry_points.hpp>
 
 namespace mixprec::kernels {
@@ -273,6 +275,37 @@ template <class V>
   requires ComputeDType<V>
 void scale(std::span<V> g, float factor) {
   scale(g, factor, 1.0f);  // dividing by 1 is exact
+}
+
+/// The optimizer kernels on any contiguous ranges (std::vector, std::array, spans): V is the
+/// variable's element type, and the gradient and slots convert to spans of V (an empty slot: {}).
+template <detail::output_range W>
+  requires ComputeDType<detail::range_element_t<W>>
+void sgd_update(W&& w, std::span<const detail::range_element_t<W>> g, std::span<detail::range_element_t<W>> velocity,
+                const sgd_step& step) {
+  kernels::sgd_update(detail::output_span(std::forward<W>(w)), g, velocity, step);
+}
+template <detail::output_range W>
+  requires ComputeDType<detail::range_element_t<W>>
+void adam_update(W&& w, std::span<const detail::range_element_t<W>> g, std::span<detail::range_element_t<W>> m,
+                 std::span<detail::range_element_t<W>> v, std::span<detail::range_element_t<W>> v_hat,
+                 const adam_step& step) {
+  kernels::adam_update(detail::output_span(std::forward<W>(w)), g, m, v, v_hat, step);
+}
+template <detail::output_range G>
+  requires ComputeDType<detail::range_element_t<G>>
+void clip_by_value(G&& g, float clip) {
+  kernels::clip_by_value(detail::output_span(std::forward<G>(g)), clip);
+}
+template <detail::output_range G>
+  requires ComputeDType<detail::range_element_t<G>>
+void scale(G&& g, float multiplier, float divisor) {
+  kernels::scale(detail::output_span(std::forward<G>(g)), multiplier, divisor);
+}
+template <detail::output_range G>
+  requires ComputeDType<detail::range_element_t<G>>
+void scale(G&& g, float factor) {
+  kernels::scale(detail::output_span(std::forward<G>(g)), factor);
 }
 
 }  // namespace mixprec::kernels

@@ -2,11 +2,11 @@
 // quantize-dequantize of delayed scaling (Dense.quantize("float8")):
 //
 //   // y (batch x units) = x (batch x inputs) * w^T, w stored units x inputs, quantized per unit:
-//   kernels::quantize_rows<float>(w, units, inputs, w_q, w_scales);         // once
-//   kernels::quantize_rows<float>(x, batch, inputs, x_q, x_scales);         // every call
+//   kernels::quantize_rows(w, units, inputs, w_q, w_scales);                // once
+//   kernels::quantize_rows(x, batch, inputs, x_q, x_scales);                // every call
 //   kernels::gemm(transpose::no, transpose::yes, batch, units, inputs, x_q.data(), inputs,
 //                 w_q.data(), inputs, acc.data(), units);                   // exact int32
-//   kernels::dequantize_rows<float>(acc, batch, units, x_scales, w_scales, bias, y);
+//   kernels::dequantize_rows(acc, batch, units, x_scales, w_scales, bias, y);
 //
 // quantize_rows is Keras' abs_max_quantize along the last axis; dequantize_rows divides by both
 // scales and adds the bias. Both are Highway kernels with the same bits on every target. The
@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/float16.hpp>
@@ -36,6 +37,7 @@
 #include <mixprec/kernels/detail/int8_entry_points.hpp>
 #include <mixprec/kernels/detail/quantize_rule.hpp>
 #include <mixprec/kernels/gemm.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
 namespace mixprec::kernels {
 
@@ -204,6 +206,24 @@ float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
   } else {
     return detail::quantize_dequantize_e5m2(x.data(), x.size(), scale, y.data());
   }
+}
+
+/// The quantization kernels on any contiguous ranges (std::vector, std::array, spans): T is the
+/// element type of x (of out, for dequantize_rows), and the other arguments convert to spans
+/// (an empty bias: {}). The dtypes without a kernel fail the static_asserts above.
+template <detail::input_range X>
+void quantize_rows(const X& x, std::size_t rows, std::size_t cols, std::span<std::int8_t> q, std::span<float> scales) {
+  kernels::quantize_rows(detail::input_span(x), rows, cols, q, scales);
+}
+template <detail::output_range Out>
+void dequantize_rows(std::span<const std::int32_t> acc, std::size_t rows, std::size_t cols,
+                     std::span<const float> row_scales, std::span<const float> col_scales,
+                     std::span<const detail::range_element_t<Out>> bias, Out&& out) {
+  kernels::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, detail::output_span(std::forward<Out>(out)));
+}
+template <class F, detail::input_range X>
+float quantize_dequantize(const X& x, float scale, std::span<detail::range_element_t<X>> y) {
+  return kernels::quantize_dequantize<F>(detail::input_span(x), scale, y);
 }
 
 }  // namespace mixprec::kernels

@@ -2,8 +2,10 @@
 // gradient unscaling of loss scaling, and running maxima and sums down the columns of a matrix.
 //
 //   std::vector<bfloat16> g = ...;
-//   if (!unscale_and_check_finite<bfloat16>(g, 1.0f / loss_scale)) skip_this_step();
-//   float scale = 448.0f / amax<float>(weights);
+//   if (!kernels::unscale_and_check_finite(g, 1.0f / loss_scale)) skip_this_step();
+//   float scale = 448.0f / kernels::amax(weights);
+//
+// The dtype is deduced from the arguments (spans, std::vectors, ...) or named: amax<float>(w).
 //
 // float, bfloat16 and float16 run Highway kernels (dispatched to the best target); every other
 // floating dtype (double, float8_e4m3fn, float8_e5m2) runs a scalar loop with the same
@@ -25,20 +27,22 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/reduce_entry_points.hpp>
 #include <mixprec/kernels/detail/summation_order.hpp>
+#include <mixprec/kernels/ranges.hpp>
 
-namespace mixprec {
+namespace mixprec::kernels {
 
 /// Whether every element is finite (neither inf nor NaN). Stops reading at the first block that
 /// holds a non-finite element, so a gradient that overflowed early is rejected quickly.
 template <class T>
   requires FloatingDType<T>
 bool all_finite(std::span<const T> x) {
-  namespace k = kernels::detail;
+  namespace k = detail;
   if constexpr (std::is_same_v<T, float>) {
     return k::all_finite_f32(x.data(), x.size());
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -58,7 +62,7 @@ bool all_finite(std::span<const T> x) {
 template <class T>
   requires FloatingDType<T>
 float amax(std::span<const T> x) {
-  namespace k = kernels::detail;
+  namespace k = detail;
   if constexpr (std::is_same_v<T, float>) {
     return k::amax_f32(x.data(), x.size());
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -81,7 +85,7 @@ float amax(std::span<const T> x) {
 template <class T>
   requires FloatingDType<T>
 float sum(std::span<const T> x) {
-  namespace k = kernels::detail;
+  namespace k = detail;
   if constexpr (std::is_same_v<T, float>) {
     return k::sum_f32(x.data(), x.size());
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -104,7 +108,7 @@ float dot(std::span<const T> a, std::span<const T> b) {
     throw std::invalid_argument("dot: the first operand has " + std::to_string(a.size()) +
                                 " elements but the second has " + std::to_string(b.size()) +
                                 "; they must match.");
-  namespace k = kernels::detail;
+  namespace k = detail;
   const std::size_t n = a.size();
   if constexpr (std::is_same_v<T, float>) {
     return k::dot_f32(a.data(), b.data(), n);
@@ -126,7 +130,7 @@ float dot(std::span<const T> a, std::span<const T> b) {
 template <class T>
   requires FloatingDType<T>
 bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
-  namespace k = kernels::detail;
+  namespace k = detail;
   if constexpr (std::is_same_v<T, float>) {
     return k::unscale_and_check_finite_f32(gradients.data(), gradients.size(), inv_scale);
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -160,10 +164,10 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
                                 " elements, which is not a multiple of the " + std::to_string(cols) + " maxima.");
   if (rows.empty()) return;
   if constexpr (std::is_same_v<T, float>) {
-    kernels::detail::column_max_f32(rows.data(), rows.size(), maxima.data(), cols);
+    detail::column_max_f32(rows.data(), rows.size(), maxima.data(), cols);
   } else {
     for (std::size_t i = 0; i < rows.size(); ++i)
-      if (kernels::detail::replaces_maximum(maxima[i % cols], rows[i])) maxima[i % cols] = rows[i];
+      if (detail::replaces_maximum(maxima[i % cols], rows[i])) maxima[i % cols] = rows[i];
   }
 }
 
@@ -194,16 +198,17 @@ void column_max_backward(std::span<const T> window, std::span<const T> maxima, s
   if (window.size() != window_gradient.size())
     fail("window has " + std::to_string(window.size()) + " elements and window_gradient " +
          std::to_string(window_gradient.size()) + "; they must match.");
-  detail::check_strided_rows(window.size(), rows, row_length, row_stride, "column_max_backward", "window");
-  detail::check_disjoint(window, window_gradient, "column_max_backward", "window", "window_gradient");
-  detail::check_disjoint(maxima, window_gradient, "column_max_backward", "maxima", "window_gradient");
-  detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient", "window_gradient");
+  mixprec::detail::check_strided_rows(window.size(), rows, row_length, row_stride, "column_max_backward", "window");
+  mixprec::detail::check_disjoint(window, window_gradient, "column_max_backward", "window", "window_gradient");
+  mixprec::detail::check_disjoint(maxima, window_gradient, "column_max_backward", "maxima", "window_gradient");
+  mixprec::detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient",
+                                  "window_gradient");
   if (rows == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    kernels::detail::column_max_backward_f32(window.data(), maxima.data(), maxima_gradient.data(),
+    detail::column_max_backward_f32(window.data(), maxima.data(), maxima_gradient.data(),
                                              window_gradient.data(), cols, rows, row_length, row_stride);
   } else {
-    kernels::detail::column_max_backward_rule(window.data(), maxima.data(), maxima_gradient.data(),
+    detail::column_max_backward_rule(window.data(), maxima.data(), maxima_gradient.data(),
                                               window_gradient.data(), cols, 0, cols, rows, row_length, row_stride);
   }
 }
@@ -213,11 +218,11 @@ namespace detail {
 /// column_sum's arguments: x is rows x cols and sums has one entry per column, apart from x.
 template <class In, class Out>
 void check_column_sum(std::span<const In> x, std::span<Out> sums, std::size_t cols) {
-  check_rows(x.size(), cols, "column_sum");
+  mixprec::detail::check_rows(x.size(), cols, "column_sum");
   if (sums.size() != cols)
     throw std::invalid_argument("column_sum: sums has " + std::to_string(sums.size()) + " elements but cols = " +
                                 std::to_string(cols) + "; they must match.");
-  check_disjoint(x, sums, "column_sum", "x", "sums");
+  mixprec::detail::check_disjoint(x, sums, "column_sum", "x", "sums");
 }
 
 }  // namespace detail
@@ -233,7 +238,7 @@ template <class T>
   requires std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>
 void column_sum(std::span<const T> x, std::span<float> sums, std::size_t cols, bool accumulate = false) {
   detail::check_column_sum(x, sums, cols);
-  namespace k = kernels::detail;
+  namespace k = detail;
   if constexpr (std::is_same_v<T, float>) {
     k::column_sum_f32(x.data(), x.size(), sums.data(), cols, accumulate);
   } else if constexpr (std::is_same_v<T, bfloat16>) {
@@ -251,6 +256,112 @@ inline void column_sum(std::span<const double> x, std::span<double> sums, std::s
     for (std::size_t i = c; i < x.size(); i += cols) total += x[i];
     sums[c] = accumulate ? sums[c] + total : total;
   }
+}
+
+/// The reductions of any contiguous ranges (std::vector, std::array, spans), their dtype deduced.
+template <detail::input_range R>
+  requires FloatingDType<detail::range_element_t<R>>
+bool all_finite(const R& x) {
+  return kernels::all_finite(detail::input_span(x));
+}
+template <detail::input_range R>
+  requires FloatingDType<detail::range_element_t<R>>
+float amax(const R& x) {
+  return kernels::amax(detail::input_span(x));
+}
+template <detail::input_range R>
+  requires FloatingDType<detail::range_element_t<R>>
+float sum(const R& x) {
+  return kernels::sum(detail::input_span(x));
+}
+template <detail::input_range A, detail::input_range B>
+  requires FloatingDType<detail::range_element_t<A>> &&
+           std::is_same_v<detail::range_element_t<A>, detail::range_element_t<B>>
+float dot(const A& a, const B& b) {
+  return kernels::dot(detail::input_span(a), detail::input_span(b));
+}
+template <detail::output_range R>
+  requires FloatingDType<detail::range_element_t<R>>
+bool unscale_and_check_finite(R&& gradients, float inv_scale) {
+  return kernels::unscale_and_check_finite(detail::output_span(std::forward<R>(gradients)), inv_scale);
+}
+template <detail::input_range R, detail::output_range M>
+  requires(std::is_same_v<detail::range_element_t<M>, float> || std::is_same_v<detail::range_element_t<M>, double>) &&
+          std::is_same_v<detail::range_element_t<R>, detail::range_element_t<M>>
+void column_max(const R& rows, M&& maxima) {
+  kernels::column_max(detail::input_span(rows), detail::output_span(std::forward<M>(maxima)));
+}
+template <detail::input_range W>
+  requires std::is_same_v<detail::range_element_t<W>, float> || std::is_same_v<detail::range_element_t<W>, double>
+void column_max_backward(const W& window, std::span<const detail::range_element_t<W>> maxima,
+                         std::span<const detail::range_element_t<W>> maxima_gradient,
+                         std::span<detail::range_element_t<W>> window_gradient, std::size_t rows,
+                         std::size_t row_length, std::size_t row_stride) {
+  kernels::column_max_backward(detail::input_span(window), maxima, maxima_gradient, window_gradient, rows, row_length,
+                               row_stride);
+}
+template <detail::input_range R, detail::output_range S>
+  requires(std::is_same_v<detail::range_element_t<S>, float> &&
+           (std::is_same_v<detail::range_element_t<R>, float> || std::is_same_v<detail::range_element_t<R>, bfloat16> ||
+            std::is_same_v<detail::range_element_t<R>, float16>)) ||
+          (std::is_same_v<detail::range_element_t<S>, double> && std::is_same_v<detail::range_element_t<R>, double>)
+void column_sum(const R& x, S&& sums, std::size_t cols, bool accumulate = false) {
+  kernels::column_sum(detail::input_span(x), detail::output_span(std::forward<S>(sums)), cols, accumulate);
+}
+
+}  // namespace mixprec::kernels
+
+namespace mixprec {
+
+// The names of the previous release, kept for one more: mixprec::amax (...) is now kernels::amax.
+template <class T>
+  requires FloatingDType<T>
+[[deprecated("use mixprec::kernels::all_finite")]] bool all_finite(std::span<const T> x) {
+  return kernels::all_finite(x);
+}
+template <class T>
+  requires FloatingDType<T>
+[[deprecated("use mixprec::kernels::amax")]] float amax(std::span<const T> x) {
+  return kernels::amax(x);
+}
+template <class T>
+  requires FloatingDType<T>
+[[deprecated("use mixprec::kernels::sum")]] float sum(std::span<const T> x) {
+  return kernels::sum(x);
+}
+template <class T>
+  requires FloatingDType<T>
+[[deprecated("use mixprec::kernels::dot")]] float dot(std::span<const T> a, std::span<const T> b) {
+  return kernels::dot(a, b);
+}
+template <class T>
+  requires FloatingDType<T>
+[[deprecated("use mixprec::kernels::unscale_and_check_finite")]] bool unscale_and_check_finite(std::span<T> gradients,
+                                                                                               float inv_scale) {
+  return kernels::unscale_and_check_finite(gradients, inv_scale);
+}
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+[[deprecated("use mixprec::kernels::column_max")]] void column_max(std::span<const T> rows, std::span<T> maxima) {
+  kernels::column_max(rows, maxima);
+}
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+[[deprecated("use mixprec::kernels::column_max_backward")]] void column_max_backward(
+    std::span<const T> window, std::span<const T> maxima, std::span<const T> maxima_gradient,
+    std::span<T> window_gradient, std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+  kernels::column_max_backward(window, maxima, maxima_gradient, window_gradient, rows, row_length, row_stride);
+}
+template <class T>
+  requires std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>
+[[deprecated("use mixprec::kernels::column_sum")]] void column_sum(std::span<const T> x, std::span<float> sums,
+                                                                  std::size_t cols, bool accumulate = false) {
+  kernels::column_sum(x, sums, cols, accumulate);
+}
+[[deprecated("use mixprec::kernels::column_sum")]] inline void column_sum(std::span<const double> x,
+                                                                         std::span<double> sums, std::size_t cols,
+                                                                         bool accumulate = false) {
+  kernels::column_sum(x, sums, cols, accumulate);
 }
 
 }  // namespace mixprec

@@ -165,16 +165,16 @@ inline initializers::any read_initializer(config_reader& read, const char* key, 
     read.fail("`" + std::string(key) + "`: " + error.what());
   }
 }
-inline activation_kind read_activation(config_reader& read, const char* key = "activation") {
+inline kernels::activation read_activation(config_reader& read, const char* key = "activation") {
   if (!read.has(key)) {
     read.skip(key);
-    return activation_kind::linear;
+    return kernels::activation::linear;
   }
   const nlohmann::json& value = read.raw(key);
   if (value.is_string())
-    if (auto kind = find_activation(value.get_ref<const std::string&>())) return *kind;
+    if (auto kind = kernels::find_activation(value.get_ref<const std::string&>())) return *kind;
   std::string known;
-  for (auto name : activation_names) known += (known.empty() ? "" : ", ") + std::string(name);
+  for (auto name : kernels::activation_names) known += (known.empty() ? "" : ", ") + std::string(name);
   read.fail("unknown activation " + shown(value) + "; known: " + known + ".");
 }
 

@@ -176,7 +176,7 @@ using rebind_tensor_t = typename detail::rebind_tensor<std::remove_cvref_t<T>, T
 template <class To, class T, std::size_t... E>
 Tensor<To, E...> tensor_cast(const Tensor<T, E...>& from) {
   value_buffer<To> values(from.size());
-  convert<T, To>(from.values(), std::span(values));
+  kernels::convert<T, To>(from.values(), std::span(values));
   return Tensor<To, E...>(std::move(values));
 }
 

@@ -75,7 +75,7 @@ class AutoCastVariable {
   template <class U>
   void assign(const Tensor<U, E...>& new_value) {
     check_size(new_value.size(), "assign");
-    convert<U, V>(new_value.values(), value_.values());
+    kernels::convert<U, V>(new_value.values(), value_.values());
     refresh();
   }
   /// value += delta, value -= delta: the delta is rounded to the true dtype, then added in it.
@@ -122,7 +122,7 @@ class AutoCastVariable {
   /// step: no allocation, and the copy's buffer stays where it was).
   void refresh() {
     if constexpr (casts) {
-      if (compute_value_.size() == value_.size()) convert<V, C>(value_.values(), compute_value_.values());
+      if (compute_value_.size() == value_.size()) kernels::convert<V, C>(value_.values(), compute_value_.values());
       else compute_value_ = tensor_cast<C>(value_);
     }
   }

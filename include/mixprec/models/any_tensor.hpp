@@ -86,7 +86,7 @@ class AnyTensor {
           if constexpr (std::is_integral_v<From>)
             throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " class ids, not floating values.");
           else
-            convert<From, T>(std::span<const From>(v), std::span(out));
+            kernels::convert<From, T>(std::span<const From>(v), std::span(out));
           return out;
         },
         values_);

@@ -368,7 +368,7 @@ class Sequential {
         layers_);
     if constexpr (model_casts_output) {
       cast_output_.resize(output.size());
-      convert<typename decltype(output)::value_type, typename output_type::dtype>(output, std::span(cast_output_));
+      kernels::convert<typename decltype(output)::value_type, typename output_type::dtype>(output, std::span(cast_output_));
       return cast_output_;
     } else {
       return output;

@@ -106,7 +106,7 @@ std::function<void(std::string_view, std::span<const std::byte>)> loader(std::si
         if constexpr (FloatingDType<From> && FloatingDType<T>) {
           std::vector<From> from(count);
           std::memcpy(from.data(), bytes.data(), count * sizeof(From));
-          convert<From, T>(std::span<const From>(from), std::span(values));
+          kernels::convert<From, T>(std::span<const From>(from), std::span(values));
         }
       });
     }

@@ -137,7 +137,8 @@ class LossScaleOptimizer {
     const float inverse = 1.0f / scale_();
     bool finite = true;
     for (const auto& pair : pairs)
-      std::visit([&](const auto& p) { finite = unscale_and_check_finite(p.gradient, inverse) && finite; }, pair);
+      std::visit([&](const auto& p) { finite = kernels::unscale_and_check_finite(p.gradient, inverse) && finite; },
+                 pair);
     const bool at_minimum = scale_.at_minimum();
     if (finite) {
       inner_.apply(pairs);  // checks everything before it writes; throws with nothing changed

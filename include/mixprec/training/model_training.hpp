@@ -136,9 +136,10 @@ prepared_targets prepare_targets(std::span<const L> labels) {
   } else if constexpr (std::is_integral_v<L>) {
     static_assert(sizeof(L) == 0, "Class ids are int32_t or int64_t.");
   } else {
-    if (!all_finite<L>(labels)) throw std::invalid_argument("the labels hold a non-finite value (NaN or infinity).");
+    if (!kernels::all_finite<L>(labels))
+      throw std::invalid_argument("the labels hold a non-finite value (NaN or infinity).");
     t.floats.resize(labels.size());
-    convert<L, float>(labels, std::span(t.floats));
+    kernels::convert<L, float>(labels, std::span(t.floats));
     t.view = std::span<const float>(t.floats);
   }
   return t;
@@ -147,7 +148,7 @@ prepared_targets prepare_targets(std::span<const L> labels) {
 template <class T>
 void check_finite_inputs(std::span<const T> x) {
   if constexpr (!std::is_integral_v<T>)
-    if (!all_finite<T>(x))
+    if (!kernels::all_finite<T>(x))
       throw std::invalid_argument("the inputs hold a non-finite value (NaN or infinity); a training step on them would "
                                   "make every weight NaN.");
 }

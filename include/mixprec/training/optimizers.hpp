@@ -345,7 +345,7 @@ class Optimizer {
       const float clip = static_cast<float>(*options_.clipnorm);
       each([&](auto g) {
         using V = typename decltype(g)::value_type;
-        const float norm = std::sqrt(mixprec::dot<V>(g, g));
+        const float norm = std::sqrt(mixprec::kernels::dot<V>(g, g));
         kernels::scale(g, clip, std::max(norm, clip));
       });
     }
@@ -354,7 +354,7 @@ class Optimizer {
       float squares = 0.0f;
       each([&](auto g) {
         using V = typename decltype(g)::value_type;
-        squares += mixprec::dot<V>(g, g);
+        squares += mixprec::kernels::dot<V>(g, g);
       });
       const float norm = std::sqrt(squares);
       const float factor = clip * std::min(1.0f / norm, 1.0f / clip) + (norm - norm);  // NaN for a non-finite norm

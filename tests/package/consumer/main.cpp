@@ -17,7 +17,7 @@ int main() {
 
   const std::vector<float> x{1.0f, 1.0f + 0x1p-8f + 0x1p-20f, -3.5f};
   std::vector<mixprec::bfloat16> y(x.size());
-  mixprec::convert<float, mixprec::bfloat16>(x, y);
+  mixprec::kernels::convert<float, mixprec::bfloat16>(x, y);
   ok = ok && y[1].to_bits() == 0x3F81;
 
   mixprec::DTypePolicyMap map;  // its regexes are RE2's: mixprec::mixprec links libre2

@@ -10,6 +10,6 @@
 bool converts_in_other_tu() {
   const std::vector<float> x{65520.0f};
   std::vector<mixprec::float16> y(1);
-  mixprec::convert<float, mixprec::float16>(x, y);
+  mixprec::kernels::convert<float, mixprec::float16>(x, y);
   return y[0].to_bits() == 0x7C00;
 }

@@ -260,7 +260,8 @@ HWY_INLINE void with_activation(activation a, F&& f) {
     case activation::gelu_approximate: return f([](VF x) { return gelu_approximate_f32(x); });
     case activation::sigmoid: return f([](VF x) { return sigmoid_f32(x); });
     case activation::tanh: return f([](VF x) { return tanh_f32(x); });
-    case activation::exp: return f([](VF x) { return exp_f32(x); });
+    case activation::exponential: return f([](VF x) { return exp_f32(x); });
+    case activation::softmax: return;  // a row operation: elementwise.hpp rejects it
   }
 }
 
@@ -286,7 +287,8 @@ HWY_INLINE void with_activation_backward(activation a, F&& f) {
       return f([](VF x, VF dy) { return hn::Mul(dy, gelu_approximate_derivative_f32(x)); });
     case activation::sigmoid: return f([](VF x, VF dy) { return hn::Mul(dy, sigmoid_derivative_f32(x)); });
     case activation::tanh: return f([](VF x, VF dy) { return hn::Mul(dy, tanh_derivative_f32(x)); });
-    case activation::exp: return f([](VF x, VF dy) { return hn::Mul(dy, exp_f32(x)); });
+    case activation::exponential: return f([](VF x, VF dy) { return hn::Mul(dy, exp_f32(x)); });
+    case activation::softmax: return;  // a row operation: elementwise.hpp rejects it
   }
 }
 

@@ -1,18 +1,16 @@
 // Elementwise entry points: plain pointers and sizes, no Highway types. Each call dispatches to
 // the best compiled target for this CPU (or the one forced with kernels::target_scope).
 // The typed public API, and what each function computes, is elementwise.hpp. Sizes are checked
-// there: here n is a multiple of cols, and cols > 0.
+// there: here n is a multiple of cols, cols > 0, and every activation is_elementwise.
 #pragma once
 
 #include <cstddef>
 
 #include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/activation.hpp>
 #include <mixprec/kernels/config.hpp>
 
 namespace mixprec::kernels {
-
-/// Activation functions of the elementwise kernels (see elementwise.hpp).
-enum class activation { linear, relu, gelu, gelu_approximate, sigmoid, tanh, exp };
 
 namespace detail {
 

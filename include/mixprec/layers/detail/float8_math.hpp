@@ -38,7 +38,7 @@ inline float next_float8_scale(float scale, float history_amax, float fp8_max) {
 template <class V>
 void update_delayed_scaling(std::span<const V> scale, std::span<const V> history, float amax, float fp8_max,
                             std::size_t scale_weight, std::vector<weight_update<V>>& updates) {
-  const float history_amax = mixprec::amax(history);  // NaN if the history holds one
+  const float history_amax = mixprec::kernels::amax(history);  // NaN if the history holds one
   const float new_scale = next_float8_scale(static_cast<float>(cast<float>(scale[0])), history_amax, fp8_max);
   std::vector<V> new_history(history.begin(), history.end());
   std::rotate(new_history.begin(), new_history.begin() + 1, new_history.end());

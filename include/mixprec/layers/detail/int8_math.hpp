@@ -41,7 +41,7 @@ std::span<const float> scales_as_float(std::span<const V> scales) {
 template <class C, class V>
 void int8_dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const std::int8_t> kernel,
                         std::span<const V> kernel_scale, std::span<const C> bias, std::size_t units,
-                        activation_kind kind, std::span<C> y, std::span<C> pre_activation) {
+                        kernels::activation kind, std::span<C> y, std::span<C> pre_activation) {
   const std::span<std::int8_t> x_int8 = scratch_buffer<std::int8_t, quantized_input>(rows * in);
   const std::span<float> x_scales = scratch_buffer<float, quantized_input_scales>(rows);
   kernels::quantize_rows<C>(x, rows, in, x_int8, x_scales);

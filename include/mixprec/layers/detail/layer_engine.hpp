@@ -171,7 +171,7 @@ class layer_engine {
       input_values_ = x;
     } else {
       converted_input_.resize(x.size());
-      convert<D, C>(x, std::span(converted_input_));
+      kernels::convert<D, C>(x, std::span(converted_input_));
       input_values_ = converted_input_;
     }
     output_.resize(output_size(batch));
@@ -194,7 +194,7 @@ class layer_engine {
       dy_c = dy;
     } else {
       converted_gradient_.resize(dy.size());
-      convert<D, C>(dy, std::span(converted_gradient_));
+      kernels::convert<D, C>(dy, std::span(converted_gradient_));
       dy_c = converted_gradient_;
     }
     gradients_.resize(specs_.size());

@@ -28,23 +28,6 @@
 
 namespace mixprec::detail {
 
-/// The elementwise kernel of an activation. softmax is not elementwise: its callers run
-/// softmax_rows, and asking for it here is a logic error (as is a kind outside the enum).
-inline kernels::activation to_kernel_activation(activation_kind kind) {
-  switch (kind) {
-    case activation_kind::linear: return kernels::activation::linear;
-    case activation_kind::relu: return kernels::activation::relu;
-    case activation_kind::gelu: return kernels::activation::gelu;
-    case activation_kind::gelu_approximate: return kernels::activation::gelu_approximate;
-    case activation_kind::sigmoid: return kernels::activation::sigmoid;
-    case activation_kind::tanh: return kernels::activation::tanh;
-    case activation_kind::exponential: return kernels::activation::exp;
-    case activation_kind::softmax: break;
-  }
-  throw std::logic_error("to_kernel_activation: activation " + std::to_string(static_cast<int>(kind)) +
-                         " has no elementwise kernel (softmax runs over rows).");
-}
-
 /// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
 /// the next call: layers' temporaries (GEMM accumulators, im2col columns) are then allocated
 /// once per thread instead of once per call. Its contents are whatever the last user left. The
@@ -65,7 +48,7 @@ std::span<const S> widened(std::span<const C> values) {
     return values;
   } else {
     const std::span<S> out = scratch_buffer<S, Purpose>(values.size());
-    convert<C, S>(values, out);
+    kernels::convert<C, S>(values, out);
     return out;
   }
 }
@@ -82,44 +65,44 @@ using accumulator_t = std::conditional_t<std::is_same_v<C, double>, double, floa
 
 /// y = act(x), element-wise (softmax: over rows of `cols`).
 template <class C>
-void activate(activation_kind kind, std::span<const C> x, std::span<C> y, std::size_t cols) {
-  if (kind == activation_kind::softmax) {
-    kernels::softmax_rows<C>(x, y, cols);
+void activate(kernels::activation kind, std::span<const C> x, std::span<C> y, std::size_t cols) {
+  if (kind == kernels::activation::softmax) {
+    kernels::softmax_rows(x, y, cols);
   } else {
-    kernels::activate<C>(to_kernel_activation(kind), x, y);
+    kernels::activate(kind, x, y);
   }
 }
 
 /// dx = dy act'(x) for an activation whose input was x and output y (softmax uses y; relu,
 /// whose output is positive exactly where its input is, may be given y as x).
 template <class C>
-void activation_gradient(activation_kind kind, std::span<const C> x, std::span<const C> y, std::span<const C> dy,
+void activation_gradient(kernels::activation kind, std::span<const C> x, std::span<const C> y, std::span<const C> dy,
                          std::span<C> dx, std::size_t cols) {
-  if (kind == activation_kind::softmax) {
-    kernels::softmax_rows_backward<C>(y, dy, dx, cols);
+  if (kind == kernels::activation::softmax) {
+    kernels::softmax_rows_backward(y, dy, dx, cols);
   } else {
-    kernels::activation_backward<C>(to_kernel_activation(kind), x, dy, dx);
+    kernels::activation_backward(kind, x, dy, dx);
   }
 }
 
 /// y = act(acc + bias), rounded once to C; acc is float32 (bias may be empty).
 template <class C>
-void dense_epilogue(std::span<const float> acc, std::span<const C> bias, activation_kind kind, std::span<C> y,
+void dense_epilogue(std::span<const float> acc, std::span<const C> bias, kernels::activation kind, std::span<C> y,
                     std::size_t cols) {
-  if (kind != activation_kind::softmax) {
-    kernels::bias_activation<C>(acc, bias, to_kernel_activation(kind), y, cols);
+  if (kind != kernels::activation::softmax) {
+    kernels::bias_activation(acc, bias, kind, y, cols);
     return;
   }
   // Softmax over the biased float32 accumulator, then one rounding to C.
   const std::span<float> bias32 = scratch_buffer<float, softmax_bias>(bias.size());
   const std::span<float> logits = scratch_buffer<float, softmax_logits>(acc.size());
-  convert<C, float>(bias, bias32);
+  kernels::convert<C, float>(bias, bias32);
   kernels::bias_activation<float>(acc, bias32, kernels::activation::linear, logits, cols);
   if constexpr (std::is_same_v<C, float>) {
     kernels::softmax_rows<float>(logits, y, cols);
   } else {
     kernels::softmax_rows<float>(logits, logits, cols);
-    convert<float, C>(logits, y);
+    kernels::convert<float, C>(logits, y);
   }
 }
 
@@ -136,7 +119,7 @@ inline Eigen::Map<row_major> matrix(std::span<double> values, std::size_t rows, 
 /// pre_activation = x * kernel + bias rounded to C, which the activation's gradient reads.
 template <ComputeDType C>
 void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
-                   std::span<const C> bias, std::size_t units, activation_kind kind, std::span<C> y,
+                   std::span<const C> bias, std::size_t units, kernels::activation kind, std::span<C> y,
                    std::span<C> pre_activation = {}) {
   if constexpr (std::is_same_v<C, double>) {
     matrix(y, rows, units).noalias() = matrix(x, rows, in) * matrix(kernel, in, units);
@@ -165,7 +148,7 @@ void store_gradient(std::span<const A> gradient, std::span<V> out) {
   if constexpr (std::is_same_v<A, V>) {
     if (gradient.data() != out.data()) std::copy(gradient.begin(), gradient.end(), out.begin());
   } else {
-    convert<A, V>(gradient, out);
+    kernels::convert<A, V>(gradient, out);
   }
 }
 
@@ -198,7 +181,7 @@ void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std:
   };
   if (!bias_gradient.empty()) {
     const std::span<A> sums = in_accumulator(bias_gradient, units);
-    column_sum(dz, sums, units);
+    kernels::column_sum(dz, sums, units);
     store_gradient<V, A>(sums, bias_gradient);
   }
   if (!kernel_gradient.empty()) {

@@ -20,7 +20,7 @@ namespace mixprec::layer_kinds {
 struct activation {
   static constexpr std::string_view keras_class = "Activation";
   struct settings {
-    activation_kind function = activation_kind::linear;
+    kernels::activation function = kernels::activation::linear;
   };
   /// The output may be the input's own buffer.
   static constexpr bool in_place = true;
@@ -43,7 +43,7 @@ struct activation {
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
-    config["activation"] = activation_name(s.function);
+    config["activation"] = kernels::activation_name(s.function);
   }
   static settings read_config(detail::config_reader& read) { return {detail::read_activation(read)}; }
 };
@@ -52,7 +52,7 @@ struct activation {
 struct softmax : activation {
   static constexpr std::string_view keras_class = "Softmax";
   struct settings : activation::settings {
-    settings() : activation::settings{activation_kind::softmax} {}
+    settings() : activation::settings{kernels::activation::softmax} {}
   };
   static void write_config(const settings&, nlohmann::ordered_json& config) { config["axis"] = -1; }
   static settings read_config(detail::config_reader& read) {

@@ -106,7 +106,7 @@ struct batch_normalization {
     } else {
       const std::span<S> y = detail::scratch_buffer<S, output_buffer>(a.y.size());
       kernels::scale_shift_columns<S>(x, scale, shift, y);
-      convert<S, C>(y, a.y);
+      kernels::convert<S, C>(y, a.y);
     }
     if (a.saved) {
       a.saved->mean.assign(mean.begin(), mean.end());
@@ -158,7 +158,7 @@ struct batch_normalization {
       const std::vector<S> no_shift(channels, S(0));
       kernels::scale_shift_columns<S>(dy, factor, no_shift, dx);
     }
-    if constexpr (!std::is_same_v<C, S>) convert<S, C>(dx, a.dx);
+    if constexpr (!std::is_same_v<C, S>) kernels::convert<S, C>(dx, a.dx);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -206,7 +206,7 @@ struct batch_normalization {
   template <class V, class S>
   static std::vector<S> wide(std::span<const V> values) {
     std::vector<S> out(values.size());
-    convert<V, S>(values, std::span(out));
+    kernels::convert<V, S>(values, std::span(out));
     return out;
   }
 

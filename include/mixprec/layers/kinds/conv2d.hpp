@@ -71,7 +71,7 @@ struct conv2d {
   struct settings {
     std::size_t filters = 1;
     layer_kinds::window window = {};
-    activation_kind activation = activation_kind::linear;
+    kernels::activation activation = kernels::activation::linear;
     bool use_bias = true;
     weight_settings weights = {};
   };
@@ -138,7 +138,7 @@ struct conv2d {
     s.window.write_config("kernel_size", config);
     config["dilation_rate"] = {1, 1};
     config["groups"] = 1;
-    config["activation"] = activation_name(s.activation);
+    config["activation"] = kernels::activation_name(s.activation);
     config["use_bias"] = s.use_bias;
     detail::write_weight_settings(s.weights, config);
   }

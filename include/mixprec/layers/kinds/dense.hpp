@@ -27,7 +27,7 @@ struct dense {
   static constexpr std::string_view keras_class = "Dense";
   struct settings {
     std::size_t units = 1;
-    activation_kind activation = activation_kind::linear;
+    kernels::activation activation = kernels::activation::linear;
     bool use_bias = true;
     weight_settings weights = {};
     /// Set by the layer's policy or by quantize(), not by the config's keys.
@@ -158,7 +158,7 @@ struct dense {
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
     config["units"] = s.units;
-    config["activation"] = activation_name(s.activation);
+    config["activation"] = kernels::activation_name(s.activation);
     config["use_bias"] = s.use_bias;
     detail::write_weight_settings(s.weights, config);
   }
@@ -211,8 +211,9 @@ struct dense {
   struct float8_output_gradient {};
 
   // Shared with Conv2D, whose math is Dense's over im2col rows.
-  static bool keeps_pre_activation(activation_kind kind) {
-    return kind != activation_kind::linear && kind != activation_kind::relu && kind != activation_kind::softmax;
+  static bool keeps_pre_activation(kernels::activation kind) {
+    return kind != kernels::activation::linear && kind != kernels::activation::relu &&
+           kind != kernels::activation::softmax;
   }
   template <class C, class V>
   static std::span<const C> bias(bool use_bias, std::span<const detail::weight_ref<V, C>> weights) {
@@ -220,9 +221,9 @@ struct dense {
   }
   /// dz = dy act'(z), in a scratch buffer (dy itself for linear).
   template <class C>
-  static std::span<const C> activation_input_gradient(activation_kind kind, const saved<C>& saved, std::span<const C> y,
-                                                      std::span<const C> dy, std::size_t units) {
-    if (kind == activation_kind::linear) return dy;
+  static std::span<const C> activation_input_gradient(kernels::activation kind, const saved<C>& saved,
+                                                      std::span<const C> y, std::span<const C> dy, std::size_t units) {
+    if (kind == kernels::activation::linear) return dy;
     const std::span<C> dz = detail::scratch_buffer<C, detail::activation_gradient_buffer>(dy.size());
     const std::span<const C> at = keeps_pre_activation(kind) ? std::span<const C>(saved.pre_activation) : y;
     detail::activation_gradient<C>(kind, at, y, dy, dz, units);

@@ -53,7 +53,7 @@ struct max_pooling2d {
       const std::span<float> dx = detail::scratch_buffer<float, input_gradient>(a.dx.size());
       route<float>(detail::widened<float, pool_input>(a.x), detail::widened<float, pool_output>(a.y),
                    detail::widened<float, output_gradient>(a.dy), g, dx);
-      convert<float, C>(dx, a.dx);
+      kernels::convert<float, C>(dx, a.dx);
     }
   }
 
@@ -69,16 +69,16 @@ struct max_pooling2d {
     if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
       std::fill(y.begin(), y.end(), -std::numeric_limits<C>::infinity());
       detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
-        column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
+        kernels::column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
       });
     } else {
       // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
       // maximum's own value (a NaN comes back quiet, its sign kept); both conversions are vectorized.
       const std::span<float> wide = detail::scratch_buffer<float, pool_input>(x.size());
       const std::span<float> pooled = detail::scratch_buffer<float, pool_output>(y.size());
-      convert<C, float>(x, wide);
+      kernels::convert<C, float>(x, wide);
       pool<float>(wide, g, pooled);
-      convert<float, C>(pooled, y);
+      kernels::convert<float, C>(pooled, y);
     }
   }
 
@@ -98,7 +98,7 @@ struct max_pooling2d {
     detail::for_each_window(g, [&](std::size_t out, const detail::window_part& w) {
       const std::size_t first = w.first_input_pixel * c, row_length = w.columns * c;
       const std::size_t extent = (w.rows - 1) * row_stride + row_length;
-      column_max_backward<A>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
+      kernels::column_max_backward<A>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
                              dx.subspan(first, extent), w.rows, row_length, row_stride);
     });
   }
