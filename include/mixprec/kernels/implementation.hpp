@@ -20,7 +20,8 @@
 #include <hwy/highway.h>
 #include <mixprec/kernels/detail/all-inl.hpp>
 
-// One dispatch file per kernel family: HWY_EXPORT tables and entry point definitions.
+// One dispatch file per kernel family: its dispatch tables (detail/export.hpp) and entry point
+// definitions.
 #if HWY_ONCE
 #include <mixprec/kernels/detail/dispatch_targets.hpp>
 #include <mixprec/kernels/detail/dispatch_convert.hpp>

@@ -122,10 +122,15 @@ class RuntimeModel {
  public:
   /// input_shape excludes the batch: {784} or {28, 28, 1}. Layers without a dtype take the
   /// policy map's entry for "<name>/<layer name>" if a map is given, else the global policy.
+  ///
+  /// (The constructors are templates only so that header-only mode compiles the layers, every
+  /// kind for every policy, in the translation units that build a model and nowhere else: see
+  /// detail/runtime_layer_factory.hpp.)
+  template <class Deferred = void>
   RuntimeModel(std::vector<std::size_t> input_shape, const std::vector<nlohmann::json>& layers,
                std::string name = "sequential", std::optional<DTypePolicyMap> policies = std::nullopt)
       : name_(std::move(name)), input_shape_(std::move(input_shape)) {
-    build(layers, policies);
+    build<Deferred>(layers, policies);
   }
 
   /// A Keras Sequential config (Keras 3 or tf.keras 2.x): {"class_name": "Sequential",
@@ -134,6 +139,7 @@ class RuntimeModel {
   /// "build_input_shape") gives the input shape. Any error is a std::invalid_argument naming the
   /// key (and the layer); the model's other keys (module, registered_name, build_config,
   /// compile_config) are Keras' metadata and are not read.
+  template <class Deferred = void>
   static RuntimeModel from_config(const nlohmann::json& config, std::optional<DTypePolicyMap> policies = std::nullopt) {
     detail::check_json_depth(config, "The Sequential config");
     static constexpr std::array<std::string_view, 1> sequential{"Sequential"};
@@ -428,6 +434,7 @@ class RuntimeModel {
     return name;
   }
 
+  template <class Deferred>
   void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
     if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the input shape is empty.");
     for (std::size_t extent : input_shape_)
@@ -458,7 +465,7 @@ class RuntimeModel {
         throw site.error("the name '" + detail::quote_for_message(site.name) + "' is already used; layer names must be unique.");
       detail::config_reader model_keys(config, site.owner());
       read_layer_batch_shape(model_keys);  // only the first layer's counts (from_config), but each must be valid
-      auto layer = detail::make_runtime_layer(config, policy_for(config, site, policies), site);
+      auto layer = detail::make_runtime_layer<Deferred>(config, policy_for(config, site, policies), site);
       try {
         shape = layer->build(shape, parameters);
       } catch (const std::invalid_argument& error) {

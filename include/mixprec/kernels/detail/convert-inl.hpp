@@ -195,7 +195,7 @@ HWY_INLINE void map(const In* in, Out* out, std::size_t n, Block&& block) {
 
 /// Whether float -> bfloat16 runs the native vcvtne2ps2bf16 kernel: it is compiled into this
 /// target, and the native bfloat16 GEMM's switch and CPU check allow it.
-bool native_bf16_conversion() {
+inline bool native_bf16_conversion() {
 #if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
   return mixprec::kernels::detail::native_bf16_enabled() && mixprec::kernels::detail::native_bf16_supported();
 #else
@@ -203,48 +203,59 @@ bool native_bf16_conversion() {
 #endif
 }
 
+template <class = void>
 void ConvertF32ToBF16(const float* from, bfloat16* to, std::size_t n) {
 #if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
   if (native_bf16_conversion()) return mixprec::kernels::detail::native_bf16::convert_from_f32(from, to, n);
 #endif
   map(from, to, n, [](const float* in, bfloat16* out) { store_as(load_f32(in), out); });
 }
+template <class = void>
 void ConvertBF16ToF32(const bfloat16* from, float* to, std::size_t n) {
   map(from, to, n, [](const bfloat16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
 }
+template <class = void>
 void ConvertF32ToF16(const float* from, float16* to, std::size_t n) {
   map(from, to, n, [](const float* in, float16* out) { store_as(load_f32(in), out); });
 }
+template <class = void>
 void ConvertF16ToF32(const float16* from, float* to, std::size_t n) {
   map(from, to, n, [](const float16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
 }
+template <class = void>
 void ConvertBF16ToF16(const bfloat16* from, float16* to, std::size_t n) {
   map(from, to, n, [](const bfloat16* in, float16* out) { store_as(load_as_f32(in), out); });
 }
+template <class = void>
 void ConvertF16ToBF16(const float16* from, bfloat16* to, std::size_t n) {
   map(from, to, n, [](const float16* in, bfloat16* out) { store_as(load_as_f32(in), out); });
 }
+template <class = void>
 void ConvertF32ToE4M3(const float* from, float8_e4m3fn* to, std::size_t n, bool saturate) {
   map(from, to, n, [saturate](const float* in, float8_e4m3fn* out) {
     store_u8_bits(encode<mixprec::detail::e4m3fn_format>(load_f32(in), saturate), out);
   });
 }
+template <class = void>
 void ConvertE4M3ToF32(const float8_e4m3fn* from, float* to, std::size_t n) {
   map(from, to, n, [](const float8_e4m3fn* in, float* out) {
     hn::StoreU(decode<mixprec::detail::e4m3fn_format>(load_u8_bits(in)), DF(), out);
   });
 }
+template <class = void>
 void ConvertF32ToE5M2(const float* from, float8_e5m2* to, std::size_t n, bool saturate) {
   map(from, to, n, [saturate](const float* in, float8_e5m2* out) {
     store_u8_bits(encode<mixprec::detail::e5m2_format>(load_f32(in), saturate), out);
   });
 }
+template <class = void>
 void ConvertE5M2ToF32(const float8_e5m2* from, float* to, std::size_t n) {
   map(from, to, n, [](const float8_e5m2* in, float* out) {
     hn::StoreU(decode<mixprec::detail::e5m2_format>(load_u8_bits(in)), DF(), out);
   });
 }
 
+template <class = void>
 void ConvertF64ToF32(const double* from, float* to, std::size_t n) {
 #if HWY_TARGET == HWY_SCALAR
   // Highway's scalar DemoteTo clamps to the float range instead of overflowing to inf.
@@ -258,6 +269,7 @@ void ConvertF64ToF32(const double* from, float* to, std::size_t n) {
 #endif
 }
 
+template <class = void>
 void QuantizeF32ToI8(const float* from, float scale, std::int8_t* to, std::size_t n) {
   const DF df;
   map(from, to, n, [&](const float* in, std::int8_t* out) {
@@ -269,6 +281,7 @@ void QuantizeF32ToI8(const float* from, float scale, std::int8_t* to, std::size_
   });
 }
 
+template <class = void>
 bool ConvertUsesNativeBF16() { return native_bf16_conversion(); }
 
 MIXPREC_KERNELS_END

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <hwy/highway.h>
+#include <mixprec/kernels/detail/export.hpp>
 #include <mixprec/kernels/detail/gemm_entry_points.hpp>
 #include <mixprec/kernels/detail/gemm_native_bf16.hpp>
 #include <mixprec/kernels/gemm.hpp>
@@ -19,12 +20,12 @@
 
 namespace mixprec::kernels {
 
-HWY_EXPORT(GemmF32);
-HWY_EXPORT(GemmBF16ToF32);
-HWY_EXPORT(GemmBF16ToBF16);
-HWY_EXPORT(GemmF16ToF32);
-HWY_EXPORT(GemmF16ToF16);
-HWY_EXPORT(GemmUsesNativeBF16);
+MIXPREC_KERNELS_EXPORT(GemmF32);
+MIXPREC_KERNELS_EXPORT(GemmBF16ToF32);
+MIXPREC_KERNELS_EXPORT(GemmBF16ToBF16);
+MIXPREC_KERNELS_EXPORT(GemmF16ToF32);
+MIXPREC_KERNELS_EXPORT(GemmF16ToF16);
+MIXPREC_KERNELS_EXPORT(GemmUsesNativeBF16);
 
 namespace detail {
 
@@ -49,20 +50,20 @@ namespace detail {
                               " elements but needs " + std::to_string(*extent) + " (" + layout + ").");
 }
 
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float, float, float>& problem) {
-  HWY_DYNAMIC_DISPATCH(GemmF32)(problem);
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float, float, float>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmF32)(problem);
 }
-MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem) {
-  HWY_DYNAMIC_DISPATCH(GemmBF16ToF32)(problem);
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmBF16ToF32)(problem);
 }
-MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem) {
-  HWY_DYNAMIC_DISPATCH(GemmBF16ToBF16)(problem);
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmBF16ToBF16)(problem);
 }
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float>& problem) {
-  HWY_DYNAMIC_DISPATCH(GemmF16ToF32)(problem);
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float16, float>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmF16ToF32)(problem);
 }
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float16>& problem) {
-  HWY_DYNAMIC_DISPATCH(GemmF16ToF16)(problem);
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float16, float16>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmF16ToF16)(problem);
 }
 
 struct gemm_pool_setting {
@@ -98,7 +99,7 @@ MIXPREC_KERNEL_API bool native_bf16_supported() {
 
 MIXPREC_KERNEL_API void set_native_bf16_enabled(bool enabled) { native_bf16_switch().store(enabled); }
 MIXPREC_KERNEL_API bool native_bf16_enabled() { return native_bf16_switch().load(); }
-MIXPREC_KERNEL_API bool gemm_uses_native_bf16() { return HWY_DYNAMIC_DISPATCH(GemmUsesNativeBF16)(); }
+MIXPREC_KERNEL_ENTRY_DEFINITION bool gemm_uses_native_bf16() { return MIXPREC_KERNELS_DISPATCH(GemmUsesNativeBF16)(); }
 
 }  // namespace detail
 

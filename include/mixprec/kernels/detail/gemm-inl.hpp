@@ -350,7 +350,7 @@ void scale_c(const kd::gemm_problem<TA, TB, TC>& problem) {
   }
 }
 
-bool native_bf16_usable() {
+inline bool native_bf16_usable() {
 #if MIXPREC_KERNELS_GEMM_NATIVE_BF16
   return kd::native_bf16_enabled() && kd::native_bf16_supported();
 #else
@@ -372,13 +372,19 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
 
 }  // namespace gemm_kernels
 
+template <class = void>
 void GemmF32(const detail::gemm_problem<float, float, float>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
 void GemmBF16ToF32(const detail::gemm_problem<bfloat16, bfloat16, float>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
 void GemmBF16ToBF16(const detail::gemm_problem<bfloat16, bfloat16, bfloat16>& problem) {
   gemm_kernels::run_gemm(problem);
 }
+template <class = void>
 void GemmF16ToF32(const detail::gemm_problem<float16, float16, float>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
 void GemmF16ToF16(const detail::gemm_problem<float16, float16, float16>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
 bool GemmUsesNativeBF16() { return gemm_kernels::native_bf16_usable(); }
 
 MIXPREC_KERNELS_END

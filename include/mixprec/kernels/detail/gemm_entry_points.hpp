@@ -55,11 +55,11 @@ struct gemm_operand {
 [[noreturn]] MIXPREC_KERNEL_API void throw_extent_error(const gemm_operand& operand, std::size_t size,
                                                         std::optional<std::size_t> extent);
 
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float, float, float>& problem);
-MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem);
-MIXPREC_KERNEL_API void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem);
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float>& problem);
-MIXPREC_KERNEL_API void gemm(const gemm_problem<float16, float16, float16>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float, float, float>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float16>& problem);
 
 /// The pool the GEMM kernels split their work across (created on first use, replaced by
 /// kernels::set_num_threads; a running GEMM keeps the pool it started with).
@@ -75,7 +75,7 @@ MIXPREC_KERNEL_API bool native_bf16_supported();
 MIXPREC_KERNEL_API void set_native_bf16_enabled(bool enabled);
 MIXPREC_KERNEL_API bool native_bf16_enabled();
 /// Whether a bfloat16 x bfloat16 GEMM called now runs the native kernel.
-MIXPREC_KERNEL_API bool gemm_uses_native_bf16();
+MIXPREC_KERNEL_ENTRY bool gemm_uses_native_bf16();
 
 }  // namespace detail
 }  // namespace mixprec::kernels

@@ -488,7 +488,9 @@ void run_gemm(const kd::gemm_int8_problem& problem) {
 
 }  // namespace int8_gemm
 
+template <class = void>
 void GemmInt8(const detail::gemm_int8_problem& problem) { int8_gemm::run_gemm(problem); }
+template <class = void>
 detail::int8_gemm_kernel GemmInt8Kernel() { return int8_gemm::chosen_kernel(); }
 
 MIXPREC_KERNELS_END

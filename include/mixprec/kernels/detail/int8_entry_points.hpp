@@ -32,34 +32,34 @@ struct gemm_int8_problem {
 /// could reach 2^31 itself).
 inline constexpr std::size_t gemm_int8_max_depth = (std::size_t{1} << 17) - 1;
 
-MIXPREC_KERNEL_API void gemm_int8(const gemm_int8_problem& problem);
+MIXPREC_KERNEL_ENTRY void gemm_int8(const gemm_int8_problem& problem);
 
 /// Keras' per-row abs-max quantization (see kernels/quantize.hpp); sizes already checked.
-MIXPREC_KERNEL_API void quantize_rows_f32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+MIXPREC_KERNEL_ENTRY void quantize_rows_f32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q,
                                           float* scales);
-MIXPREC_KERNEL_API void quantize_rows_bf16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+MIXPREC_KERNEL_ENTRY void quantize_rows_bf16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q,
                                            float* scales);
-MIXPREC_KERNEL_API void quantize_rows_f64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q,
+MIXPREC_KERNEL_ENTRY void quantize_rows_f64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q,
                                           float* scales);
 
 /// The int8 Dense epilogue (see kernels/quantize.hpp); `bias` may be null (no bias term).
-MIXPREC_KERNEL_API void dequantize_rows_f32(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void dequantize_rows_f32(const std::int32_t* acc, std::size_t rows, std::size_t cols,
                                             const float* row_scales, const float* col_scales, const float* bias,
                                             float* out);
-MIXPREC_KERNEL_API void dequantize_rows_bf16(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void dequantize_rows_bf16(const std::int32_t* acc, std::size_t rows, std::size_t cols,
                                              const float* row_scales, const float* col_scales, const bfloat16* bias,
                                              bfloat16* out);
-MIXPREC_KERNEL_API void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
                                             const float* row_scales, const float* col_scales, const double* bias,
                                             double* out);
 
 /// float8 quantize-dequantize with a scale (see kernels/quantize.hpp); returns max |x|.
-MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y);
-MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
-MIXPREC_KERNEL_API float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y);
-MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y);
-MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
-MIXPREC_KERNEL_API float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
+MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y);
 
 // The native int8 GEMM kernels (detail/gemm_native_int8.hpp): vpdpbusd on CPUs with AVX-512 VNNI
 // (from the AVX3 target or better) or AVX-VNNI (from the AVX2 target or better), when enabled
@@ -84,6 +84,6 @@ MIXPREC_KERNEL_API bool native_int8_supported();
 MIXPREC_KERNEL_API void set_native_int8_enabled(bool enabled);
 MIXPREC_KERNEL_API bool native_int8_enabled();
 /// The kernel an int8 GEMM called now runs (it depends on the active target).
-MIXPREC_KERNEL_API int8_gemm_kernel gemm_int8_kernel();
+MIXPREC_KERNEL_ENTRY int8_gemm_kernel gemm_int8_kernel();
 
 }  // namespace mixprec::kernels::detail

@@ -47,26 +47,26 @@ struct adam_scalars {
 };
 
 /// velocity == nullptr when step.momentum == 0.
-MIXPREC_KERNEL_API void sgd_update_f32(float* w, const float* g, float* velocity, std::size_t n, const sgd_step& step);
-MIXPREC_KERNEL_API void sgd_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* velocity, std::size_t n,
+MIXPREC_KERNEL_ENTRY void sgd_update_f32(float* w, const float* g, float* velocity, std::size_t n, const sgd_step& step);
+MIXPREC_KERNEL_ENTRY void sgd_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* velocity, std::size_t n,
                                         const sgd_step& step);
-MIXPREC_KERNEL_API void sgd_update_f16(float16* w, const float16* g, float16* velocity, std::size_t n,
+MIXPREC_KERNEL_ENTRY void sgd_update_f16(float16* w, const float16* g, float16* velocity, std::size_t n,
                                        const sgd_step& step);
 /// v_hat == nullptr without AMSGrad.
-MIXPREC_KERNEL_API void adam_update_f32(float* w, const float* g, float* m, float* v, float* v_hat, std::size_t n,
+MIXPREC_KERNEL_ENTRY void adam_update_f32(float* w, const float* g, float* m, float* v, float* v_hat, std::size_t n,
                                         const adam_scalars& step);
-MIXPREC_KERNEL_API void adam_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* m, bfloat16* v, bfloat16* v_hat,
+MIXPREC_KERNEL_ENTRY void adam_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* m, bfloat16* v, bfloat16* v_hat,
                                          std::size_t n, const adam_scalars& step);
-MIXPREC_KERNEL_API void adam_update_f16(float16* w, const float16* g, float16* m, float16* v, float16* v_hat,
+MIXPREC_KERNEL_ENTRY void adam_update_f16(float16* w, const float16* g, float16* m, float16* v, float16* v_hat,
                                         std::size_t n, const adam_scalars& step);
 /// clip >= 0.
-MIXPREC_KERNEL_API void clip_by_value_f32(float* g, std::size_t n, float clip);
-MIXPREC_KERNEL_API void clip_by_value_bf16(bfloat16* g, std::size_t n, float clip);
-MIXPREC_KERNEL_API void clip_by_value_f16(float16* g, std::size_t n, float clip);
+MIXPREC_KERNEL_ENTRY void clip_by_value_f32(float* g, std::size_t n, float clip);
+MIXPREC_KERNEL_ENTRY void clip_by_value_bf16(bfloat16* g, std::size_t n, float clip);
+MIXPREC_KERNEL_ENTRY void clip_by_value_f16(float16* g, std::size_t n, float clip);
 /// g = (g * multiplier) / divisor.
-MIXPREC_KERNEL_API void scale_f32(float* g, std::size_t n, float multiplier, float divisor);
-MIXPREC_KERNEL_API void scale_bf16(bfloat16* g, std::size_t n, float multiplier, float divisor);
-MIXPREC_KERNEL_API void scale_f16(float16* g, std::size_t n, float multiplier, float divisor);
+MIXPREC_KERNEL_ENTRY void scale_f32(float* g, std::size_t n, float multiplier, float divisor);
+MIXPREC_KERNEL_ENTRY void scale_bf16(bfloat16* g, std::size_t n, float multiplier, float divisor);
+MIXPREC_KERNEL_ENTRY void scale_f16(float16* g, std::size_t n, float multiplier, float divisor);
 
 }  // namespace detail
 }  // namespace mixprec::kernels

@@ -82,7 +82,7 @@ void quantize_row(const T* x, std::size_t n, float scale, std::int8_t* q) {
 }
 
 /// The same in double, with the scale widened.
-void quantize_row(const double* x, std::size_t n, float scale, std::int8_t* q) {
+inline void quantize_row(const double* x, std::size_t n, float scale, std::int8_t* q) {
   const DD dd;
   const hn::Rebind<std::int32_t, DD> di32;
   const hn::Rebind<std::int8_t, DD> di8;
@@ -96,9 +96,9 @@ void quantize_row(const double* x, std::size_t n, float scale, std::int8_t* q) {
   });
 }
 
-float row_scale(const float* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
-float row_scale(const bfloat16* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
-float row_scale(const double* x, std::size_t n) { return kd::int8_scale(amax_f64(x, n)); }
+inline float row_scale(const float* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
+inline float row_scale(const bfloat16* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
+inline float row_scale(const double* x, std::size_t n) { return kd::int8_scale(amax_f64(x, n)); }
 
 template <class T>
 void quantize_rows(const T* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
@@ -133,8 +133,8 @@ void dequantize_row(const std::int32_t* acc, std::size_t n, float row_scale, con
 }
 
 /// The same in double (the scales widened exactly).
-void dequantize_row(const std::int32_t* acc, std::size_t n, float row_scale, const float* col_scales,
-                    const double* bias, double* out) {
+inline void dequantize_row(const std::int32_t* acc, std::size_t n, float row_scale, const float* col_scales,
+                           const double* bias, double* out) {
   const DD dd;
   const hn::Rebind<std::int32_t, DD> di32;
   const hn::Rebind<float, DD> df32;
@@ -192,42 +192,54 @@ float quantize_dequantize(const T* x, std::size_t n, float scale, T* y) {
 
 }  // namespace float8_rows
 
+template <class = void>
 float QuantizeDequantizeE4M3F32(const float* x, std::size_t n, float scale, float* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
 }
+template <class = void>
 float QuantizeDequantizeE4M3BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
 }
+template <class = void>
 float QuantizeDequantizeE4M3F16(const float16* x, std::size_t n, float scale, float16* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
 }
+template <class = void>
 float QuantizeDequantizeE5M2F32(const float* x, std::size_t n, float scale, float* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
 }
+template <class = void>
 float QuantizeDequantizeE5M2BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
 }
+template <class = void>
 float QuantizeDequantizeE5M2F16(const float16* x, std::size_t n, float scale, float16* y) {
   return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
 }
 
+template <class = void>
 void QuantizeRowsF32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
   int8_rows::quantize_rows(x, rows, cols, q, scales);
 }
+template <class = void>
 void QuantizeRowsBF16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
   int8_rows::quantize_rows(x, rows, cols, q, scales);
 }
+template <class = void>
 void QuantizeRowsF64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
   int8_rows::quantize_rows(x, rows, cols, q, scales);
 }
+template <class = void>
 void DequantizeRowsF32(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
                        const float* col_scales, const float* bias, float* out) {
   int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);
 }
+template <class = void>
 void DequantizeRowsBF16(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
                         const float* col_scales, const bfloat16* bias, bfloat16* out) {
   int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);
 }
+template <class = void>
 void DequantizeRowsF64(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
                        const float* col_scales, const double* bias, double* out) {
   int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);

@@ -182,6 +182,7 @@ HWY_INLINE void ColumnMaxBlock(const float* rows, std::size_t n, float* maxima, 
 }
 
 /// Column blocks, then the columns past the last whole vector with the scalar step.
+template <class = void>
 void ColumnMaxF32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
   const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
     ColumnMaxBlock<decltype(vectors)::value>(rows, n, maxima, cols, c);
@@ -223,6 +224,7 @@ HWY_INLINE void ColumnMaxBackwardBlock(const float* x, const float* maxima, cons
       });
 }
 
+template <class = void>
 void ColumnMaxBackwardF32(const float* x, const float* maxima, const float* dmaxima, float* dx, std::size_t cols,
                           std::size_t rows, std::size_t row_length, std::size_t row_stride) {
   const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
@@ -262,6 +264,7 @@ HWY_INLINE void BatchNormMomentsBlock(const float* x, std::size_t n, std::size_t
   });
 }
 
+template <class = void>
 void BatchNormMomentsF32(const float* x, std::size_t n, std::size_t cols, double* mean, double* variance) {
   const std::size_t tail = for_each_column_block(
       cols, [&](auto vectors, std::size_t c) { BatchNormMomentsBlock<decltype(vectors)::value>(x, n, cols, c, mean, variance); },
@@ -297,6 +300,7 @@ HWY_INLINE void BatchNormBackwardSumsBlock(const float* x, const float* dy, std:
   });
 }
 
+template <class = void>
 void BatchNormBackwardSumsF32(const float* x, const float* dy, std::size_t n, std::size_t cols, const float* mean,
                               const float* inverse_deviation, double* sum_dy, double* sum_dy_x_hat) {
   const std::size_t tail = for_each_column_block(
@@ -322,6 +326,7 @@ struct column_constants {
   }
 };
 
+template <class = void>
 void ScaleShiftColumnsF32(const float* x, std::size_t n, std::size_t cols, const float* scale, const float* shift,
                           float* y) {
   const DF df;
@@ -338,6 +343,7 @@ void ScaleShiftColumnsF32(const float* x, std::size_t n, std::size_t cols, const
   kernels::detail::scale_shift_rule(x, n, cols, tail, cols, scale, shift, y);
 }
 
+template <class = void>
 void BatchNormInputGradientF32(const float* x, const float* dy, std::size_t n, std::size_t cols, const float* mean,
                                const float* inverse_deviation, const float* factor, const float* mean_dy,
                                const float* mean_dy_x_hat, float* dx) {
@@ -392,27 +398,45 @@ void ColumnSum(const T* x, std::size_t n, float* sums, std::size_t cols, bool ac
   }
 }
 
+template <class = void>
 bool AllFiniteF32(const float* x, std::size_t n) { return AllFinite(x, n); }
+template <class = void>
 bool AllFiniteBF16(const bfloat16* x, std::size_t n) { return AllFinite(x, n); }
+template <class = void>
 bool AllFiniteF16(const float16* x, std::size_t n) { return AllFinite(x, n); }
+template <class = void>
 float AmaxF32(const float* x, std::size_t n) { return Amax(x, n); }
+template <class = void>
 float AmaxBF16(const bfloat16* x, std::size_t n) { return Amax(x, n); }
+template <class = void>
 float AmaxF16(const float16* x, std::size_t n) { return Amax(x, n); }
+template <class = void>
 float SumF32(const float* x, std::size_t n) { return Sum(x, n); }
+template <class = void>
 float SumBF16(const bfloat16* x, std::size_t n) { return Sum(x, n); }
+template <class = void>
 float SumF16(const float16* x, std::size_t n) { return Sum(x, n); }
+template <class = void>
 float DotF32(const float* a, const float* b, std::size_t n) { return Dot(a, b, n); }
+template <class = void>
 float DotBF16(const bfloat16* a, const bfloat16* b, std::size_t n) { return Dot(a, b, n); }
+template <class = void>
 float DotF16(const float16* a, const float16* b, std::size_t n) { return Dot(a, b, n); }
+template <class = void>
 bool UnscaleAndCheckFiniteF32(float* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+template <class = void>
 bool UnscaleAndCheckFiniteBF16(bfloat16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+template <class = void>
 bool UnscaleAndCheckFiniteF16(float16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
+template <class = void>
 void ColumnSumF32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
   ColumnSum(x, n, sums, cols, accumulate);
 }
+template <class = void>
 void ColumnSumBF16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
   ColumnSum(x, n, sums, cols, accumulate);
 }
+template <class = void>
 void ColumnSumF16(const float16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
   ColumnSum(x, n, sums, cols, accumulate);
 }

@@ -12,56 +12,56 @@
 namespace mixprec::kernels::detail {
 
 /// Whether no element is inf or NaN; stops reading at the first block that has one.
-MIXPREC_KERNEL_API bool all_finite_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_API bool all_finite_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_API bool all_finite_f16(const float16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY bool all_finite_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY bool all_finite_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY bool all_finite_f16(const float16* x, std::size_t n);
 /// max |x[i]|, exactly; NaN if any element is NaN; +0 for n == 0.
-MIXPREC_KERNEL_API float amax_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_API float amax_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_API float amax_f16(const float16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float amax_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float amax_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float amax_f16(const float16* x, std::size_t n);
 /// Float sums in the order of summation_order.hpp.
-MIXPREC_KERNEL_API float sum_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_API float sum_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_API float sum_f16(const float16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float sum_f32(const float* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float sum_bf16(const bfloat16* x, std::size_t n);
+MIXPREC_KERNEL_ENTRY float sum_f16(const float16* x, std::size_t n);
 /// Sums of float products (each rounded to float), in the order of summation_order.hpp.
-MIXPREC_KERNEL_API float dot_f32(const float* a, const float* b, std::size_t n);
-MIXPREC_KERNEL_API float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n);
-MIXPREC_KERNEL_API float dot_f16(const float16* a, const float16* b, std::size_t n);
+MIXPREC_KERNEL_ENTRY float dot_f32(const float* a, const float* b, std::size_t n);
+MIXPREC_KERNEL_ENTRY float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n);
+MIXPREC_KERNEL_ENTRY float dot_f16(const float16* a, const float16* b, std::size_t n);
 /// g[i] = cast<T>(float(g[i]) * inv_scale); returns whether every result is finite.
-MIXPREC_KERNEL_API bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale);
-MIXPREC_KERNEL_API bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale);
-MIXPREC_KERNEL_API bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale);
+MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale);
+MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale);
+MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale);
 /// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
 /// n is a multiple of cols, cols > 0.
-MIXPREC_KERNEL_API void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
+MIXPREC_KERNEL_ENTRY void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
 /// The adjoint of column_max over a window of `rows` rows of `row_length` elements (a multiple
 /// of cols), row r starting at element r * row_stride of x and dx: for every column c, the first
 /// element of the window (in row order) equal to maxima[c], or NaN where maxima[c] is NaN, gets
 /// dx += dmaxima[c]; every other element of dx stays as it was.
-MIXPREC_KERNEL_API void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
+MIXPREC_KERNEL_ENTRY void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
                                                 std::size_t cols, std::size_t rows, std::size_t row_length,
                                                 std::size_t row_stride);
 /// Batch normalization over the columns of a row-major n / cols x cols matrix (n a multiple of
 /// cols, cols > 0), with the arithmetic of batch_norm_rule.hpp: the column means and biased
 /// variances (double); y = x * scale + shift per column (y may be x); the column sums of dy and
 /// dy * x_hat (double); the input gradient dx (dx may be dy).
-MIXPREC_KERNEL_API void batch_norm_moments_f32(const float* x, std::size_t n, std::size_t cols, double* mean,
+MIXPREC_KERNEL_ENTRY void batch_norm_moments_f32(const float* x, std::size_t n, std::size_t cols, double* mean,
                                                double* variance);
-MIXPREC_KERNEL_API void scale_shift_columns_f32(const float* x, std::size_t n, std::size_t cols, const float* scale,
+MIXPREC_KERNEL_ENTRY void scale_shift_columns_f32(const float* x, std::size_t n, std::size_t cols, const float* scale,
                                                 const float* shift, float* y);
-MIXPREC_KERNEL_API void batch_norm_backward_sums_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void batch_norm_backward_sums_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
                                                      const float* mean, const float* inverse_deviation, double* sum_dy,
                                                      double* sum_dy_x_hat);
-MIXPREC_KERNEL_API void batch_norm_input_gradient_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void batch_norm_input_gradient_f32(const float* x, const float* dy, std::size_t n, std::size_t cols,
                                                       const float* mean, const float* inverse_deviation,
                                                       const float* factor, const float* mean_dy,
                                                       const float* mean_dy_x_hat, float* dx);
 /// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
 /// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
-MIXPREC_KERNEL_API void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
-MIXPREC_KERNEL_API void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
+MIXPREC_KERNEL_ENTRY void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
                                         bool accumulate);
-MIXPREC_KERNEL_API void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
+MIXPREC_KERNEL_ENTRY void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
                                        bool accumulate);
 
 /// One step of column_max's running maximum: whether `value` takes the place of `largest`. A

@@ -73,8 +73,9 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
   });
 }
 
-MIXPREC_KERNEL_API std::unique_ptr<RuntimeLayer> make_runtime_layer(const nlohmann::json& config,
-                                                                    const DTypePolicy& policy, const layer_site& site) {
+template <class Deferred>
+std::unique_ptr<RuntimeLayer> make_runtime_layer(const nlohmann::json& config, const DTypePolicy& policy,
+                                                 const layer_site& site) {
   std::unique_ptr<RuntimeLayer> layer;
   std::string known;
   std::apply(
@@ -86,5 +87,9 @@ MIXPREC_KERNEL_API std::unique_ptr<RuntimeLayer> make_runtime_layer(const nlohma
   if (!layer) throw site.error("unknown layer class. Known: " + known + " (and InputLayer first).");
   return layer;
 }
+
+#ifdef MIXPREC_SEPARATE_KERNELS
+template std::unique_ptr<RuntimeLayer> make_runtime_layer<>(const nlohmann::json&, const DTypePolicy&, const layer_site&);
+#endif
 
 }  // namespace mixprec::detail
