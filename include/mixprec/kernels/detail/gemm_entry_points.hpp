@@ -65,9 +65,10 @@ MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float16>& pr
 /// kernels::set_num_threads; a running GEMM keeps the pool it started with).
 MIXPREC_KERNEL_API std::shared_ptr<thread_pool> gemm_thread_pool();
 
-// The native bfloat16 path: a hand-written AVX-512 BF16 micro-kernel (vdpbf16ps), used for
-// bfloat16 x bfloat16 GEMMs when the CPU has AVX-512 BF16, the active target is AVX3 or better,
-// and it is enabled (the default). Tests turn it off to compare it with the Highway AVX3 path.
+// The native bfloat16 path: hand-written AVX-512 BF16 kernels, used when the CPU has AVX-512
+// BF16, the active target is AVX3 or better, and they are enabled (the default): the vdpbf16ps
+// micro-kernel for bfloat16 x bfloat16 GEMMs and vcvtne2ps2bf16 for float -> bfloat16
+// conversions. One switch turns both off; tests do, to compare them with the Highway AVX3 paths.
 
 /// This CPU (and compiler) can run the native bfloat16 kernel.
 MIXPREC_KERNEL_API bool native_bf16_supported();
