@@ -119,6 +119,7 @@ struct harness {
       std::exit(1);
     }
     fs::create_directories(directory);
+    subjects.reserve(2);  // the subjects stay where they were built
     subjects.emplace_back(fuzz::scaled_adam_model(), directory);
     subjects.emplace_back(fuzz::momentum_sgd_model(), directory);
   }

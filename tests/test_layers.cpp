@@ -335,12 +335,14 @@ TEST_CASE("layers name their activations with the kernels' enum") {
 // The names of the previous release still work (and warn: the project itself must not use them).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-TEST_CASE("the deprecated activation_kind, activation_name and find_activation forward to kernels::") {
+TEST_CASE("the deprecated activation_kind, activation_name, find_activation, activation_names and activation::exp forward to kernels::") {
   static_assert(std::is_same_v<activation_kind, kernels::activation>);
   const activation_kind kind = activation_kind::gelu;
   CHECK(mixprec::activation_name(kind) == "gelu");
   CHECK(activation_name(kind) == "gelu");  // unqualified: kernels::activation_name, found by its argument
   CHECK(find_activation("tanh") == kernels::activation::tanh);
   CHECK(find_activation("swish") == std::nullopt);
+  CHECK(&mixprec::activation_names == &kernels::activation_names);
+  static_assert(kernels::activation::exp == kernels::activation::exponential);
 }
 #pragma GCC diagnostic pop

@@ -2,15 +2,22 @@
 # single-TU mode, and prints the times (the README's "Compile time and single-TU mode" numbers).
 # Not a timed assertion: it fails only if a probe does not compile, whatever the machine's speed.
 #   cmake -DCOMPILER=c++ -DHEADER_ONLY_FLAGS=<rsp> -DSINGLE_TU_FLAGS=<rsp> -DSOURCE_DIR=<dir>
-#         -DOUTPUT_DIR=<dir> -P measure.cmake
-# Targets (header-only, on the 2-core machine the README's numbers come from): umbrella <= 4 s,
-# sequential <= 10 s, runtime_model <= 15 s.
+#         -DOUTPUT_DIR=<dir> [-DHEADER_ONLY_RUNTIME_MODEL=OFF] -P measure.cmake
+# HEADER_ONLY_RUNTIME_MODEL=OFF leaves out the slowest probe (about two minutes of one core).
+# What the README reports against the targets (header-only: umbrella <= 4 s, sequential <= 10 s,
+# runtime_model <= 15 s; the last is out of reach while one TU builds every layer for every policy).
 foreach(probe IN ITEMS umbrella sequential runtime_model)
   foreach(mode IN ITEMS header-only single-TU)
     if(mode STREQUAL "header-only")
       set(flags ${HEADER_ONLY_FLAGS})
     else()
       set(flags ${SINGLE_TU_FLAGS})
+    endif()
+    if(probe STREQUAL "runtime_model" AND mode STREQUAL "header-only" AND DEFINED HEADER_ONLY_RUNTIME_MODEL
+       AND NOT HEADER_ONLY_RUNTIME_MODEL)
+      message(STATUS "compile time at -O2: ${probe}.cpp, ${mode}: not measured "
+                     "(configure with -DMIXPREC_COMPILE_TIME_HEADER_ONLY_RUNTIME_MODEL=ON)")
+      continue()
     endif()
     string(TIMESTAMP start "%s%f")
     execute_process(COMMAND ${COMPILER} @${flags} -O2 -c ${SOURCE_DIR}/${probe}.cpp -o ${OUTPUT_DIR}/${probe}.o

@@ -21,7 +21,10 @@ namespace mixprec::kernels {
 /// gelu is Keras' "gelu", the exact x Phi(x) (gelu(approximate=False), its default);
 /// gelu_approximate is mixprec's name for Keras' gelu(approximate=True), the tanh approximation,
 /// which Keras configs cannot name by a string.
-enum class activation { linear, relu, gelu, gelu_approximate, sigmoid, tanh, exponential, softmax };
+enum class activation {
+  linear, relu, gelu, gelu_approximate, sigmoid, tanh, exponential, softmax,
+  exp [[deprecated("use mixprec::kernels::activation::exponential")]] = exponential  // the former name
+};
 
 /// Every activation's name, in the enum's order (Keras' names, and "gelu_approximate").
 inline constexpr std::array<std::string_view, 8> activation_names{

@@ -13,6 +13,8 @@ namespace mixprec {
 
 // The names of the previous release, kept for one more: layers take the kernels' one enum.
 using activation_kind [[deprecated("use mixprec::kernels::activation")]] = kernels::activation;
+[[deprecated("use mixprec::kernels::activation_names")]] inline constexpr const auto& activation_names =
+    kernels::activation_names;
 // A template, so that an unqualified activation_name(kind) prefers kernels::activation_name,
 // which argument-dependent lookup also finds, to an ambiguity.
 template <std::same_as<kernels::activation> Kind>

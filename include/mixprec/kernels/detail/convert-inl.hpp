@@ -150,7 +150,7 @@ template <class T>
 HWY_INLINE hn::Vec<DI> encode_as(hn::Vec<DF> v) {
   if constexpr (std::is_same_v<T, float>) return hn::BitCast(DI(), v);
   else if constexpr (std::is_same_v<T, bfloat16>) return encode_bfloat16(v);
-  else if constexpr (MIXPREC_KERNELS_CONVERT_F16C)
+  else if constexpr (std::is_same_v<T, float16> && MIXPREC_KERNELS_CONVERT_F16C)
     return hn::BitCast(DI(), hn::PromoteTo(DU(), hn::BitCast(DU16(), hn::DemoteTo(DF16(), v))));
   else return encode<T::format>(v, false);
 }
@@ -184,7 +184,7 @@ template <class T>
 HWY_INLINE hn::Vec<DF> load_as_f32(const T* p) {
   if constexpr (std::is_same_v<T, float>) return load_f32(p);
   else if constexpr (std::is_same_v<T, bfloat16>) return hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(p)));
-  else if constexpr (MIXPREC_KERNELS_CONVERT_F16C) return widen_f16c(p);
+  else if constexpr (std::is_same_v<T, float16> && MIXPREC_KERNELS_CONVERT_F16C) return widen_f16c(p);
   else return decode<T::format>(load_u16_bits(p));
 }
 

@@ -457,7 +457,7 @@ void run_on_pool(const kd::gemm_int8_problem& problem) {
   });
 }
 
-kd::int8_gemm_kernel chosen_kernel() {
+inline kd::int8_gemm_kernel chosen_kernel() {
 #if MIXPREC_KERNELS_INT8_AVX_VNNI
   if (kd::native_int8_enabled()) {
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
@@ -469,7 +469,7 @@ kd::int8_gemm_kernel chosen_kernel() {
   return kd::int8_gemm_kernel::highway;
 }
 
-void run_gemm(const kd::gemm_int8_problem& problem) {
+inline void run_gemm(const kd::gemm_int8_problem& problem) {
   if (problem.m == 0 || problem.n == 0) return;
   if (problem.k == 0) {  // A and B are not read
     for (std::size_t i = 0; i < problem.m; ++i) std::fill_n(problem.c + i * problem.ldc, problem.n, 0);

@@ -54,7 +54,7 @@ void for_each_row(std::size_t rows, std::size_t cols, Row&& row) {
 }
 
 /// max |x[i]|, exactly; NaN (the canonical quiet NaN) if any element is NaN. 0 for n == 0.
-double amax_f64(const double* x, std::size_t n) {
+inline double amax_f64(const double* x, std::size_t n) {
   const DD dd;
   auto largest = hn::Zero(dd);
   auto nan_seen = hn::Zero(dd);
