@@ -8,7 +8,6 @@
 // whole training state (weights, slots, iterations, loss scale, layer states: everything a
 // checkpoint holds) bit-identical; an accepted one saves and loads back to the same bytes, and a
 // training step from it either runs or throws what the contract allows.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -108,29 +107,15 @@ struct subject {
 };
 
 struct harness {
-  int file = memfd_create("mixprec-fuzz-checkpoint", 0);
-  std::string path = "/proc/self/fd/" + std::to_string(file);
+  fuzz::memory_file file{"mixprec-fuzz-checkpoint"};
   std::string directory = (fs::temp_directory_path() / ("mixprec-fuzz-checkpoint-" + std::to_string(getpid()))).string();
   std::vector<subject> subjects;
 
   harness() {
-    if (file < 0) {
-      std::perror("memfd_create");
-      std::exit(1);
-    }
     fs::create_directories(directory);
     subjects.reserve(2);  // the subjects stay where they were built
     subjects.emplace_back(fuzz::scaled_adam_model(), directory);
     subjects.emplace_back(fuzz::momentum_sgd_model(), directory);
-  }
-
-  void write(const std::string& content) const {
-    if (ftruncate(file, 0) != 0) std::abort();
-    for (std::size_t done = 0; done < content.size();) {
-      const ssize_t n = pwrite(file, content.data() + done, content.size() - done, static_cast<off_t>(done));
-      if (n <= 0) std::abort();
-      done += static_cast<std::size_t>(n);
-    }
   }
 };
 
@@ -150,9 +135,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   harness& h = *the_harness;
-  h.write(with_checksums(data, size));
+  h.file.write(with_checksums(data, size));
   for (subject& s : h.subjects) {
-    if (!fuzz::accepted([&] { load_checkpoint(s.model, h.path); })) {
+    if (!fuzz::accepted([&] { load_checkpoint(s.model, h.file.path()); })) {
       MIXPREC_FUZZ_CHECK(s.state() == s.initial);
       continue;
     }

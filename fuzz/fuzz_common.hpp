@@ -7,11 +7,15 @@
 // what(), and libFuzzer reports the abort as a crash whose stack shows where it was thrown.
 #pragma once
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +35,31 @@ inline std::vector<std::string_view> split_at_nul(std::string_view text) {
   parts.push_back(text);
   return parts;
 }
+
+/// A file in memory (a memfd) with a path, for the loaders that take a path: each input is
+/// written over the previous one.
+class memory_file {
+ public:
+  explicit memory_file(const char* name) : descriptor_(memfd_create(name, 0)) {
+    if (descriptor_ < 0) {
+      std::perror("memfd_create");
+      std::exit(1);
+    }
+  }
+  const std::string& path() const { return path_; }
+  void write(std::string_view content) const {
+    if (ftruncate(descriptor_, 0) != 0) std::abort();
+    for (std::size_t done = 0; done < content.size();) {
+      const ssize_t n = pwrite(descriptor_, content.data() + done, content.size() - done, static_cast<off_t>(done));
+      if (n <= 0) std::abort();
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  int descriptor_;
+  std::string path_ = "/proc/self/fd/" + std::to_string(descriptor_);
+};
 
 /// A property mixprec promises (a round trip, state untouched after a rejection) that failed.
 [[noreturn]] inline void broken(const char* what, const char* file, int line) {

@@ -4,7 +4,6 @@
 // /proc/self/fd (load_weights takes a path).
 // Checks: only std::invalid_argument escapes; a rejected file leaves every weight bit-identical;
 // an accepted file's weights save and load back bit-identically.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -41,26 +40,9 @@ void restore(RuntimeModel& model, const weight_bytes& values) {
 struct harness {
   RuntimeModel model = fuzz::weights_model();
   weight_bytes initial = bytes_of(model);
-  int file = memfd_create("mixprec-fuzz-weights", 0);
-  std::string path = "/proc/self/fd/" + std::to_string(file);
+  fuzz::memory_file file{"mixprec-fuzz-weights"};
   // Where an accepted file is saved again (save_weights writes a real file and renames it).
   std::string resaved = (std::filesystem::temp_directory_path() / ("mixprec-fuzz-weights-" + std::to_string(getpid()))).string();
-
-  harness() {
-    if (file < 0) {
-      std::perror("memfd_create");
-      std::exit(1);
-    }
-  }
-
-  void write(const std::uint8_t* data, std::size_t size) const {
-    if (ftruncate(file, 0) != 0) std::abort();
-    for (std::size_t done = 0; done < size;) {
-      const ssize_t n = pwrite(file, data + done, size - done, static_cast<off_t>(done));
-      if (n <= 0) std::abort();
-      done += static_cast<std::size_t>(n);
-    }
-  }
 };
 
 harness* the_harness = nullptr;
@@ -79,8 +61,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   harness& h = *the_harness;
-  h.write(data, size);
-  if (!fuzz::accepted([&] { h.model.load_weights(h.path); })) {
+  h.file.write(fuzz::as_text(data, size));
+  if (!fuzz::accepted([&] { h.model.load_weights(h.file.path()); })) {
     MIXPREC_FUZZ_CHECK(bytes_of(h.model) == h.initial);
     return 0;
   }
