@@ -646,6 +646,7 @@ TEST_CASE("the depth split is taken for a small C and a long k only") {
   // conv2's 288 x 64 halves evenly by rows: C is split.
   CHECK_FALSE(gemm_depth_split(288, 64, 7744, 6, 32, 256, 2));
   CHECK_FALSE(gemm_depth_split(1024, 1024, 256, 6, 32, 256, 2));
+  CHECK_FALSE(gemm_depth_split(256, 10, 1024, 12, 16, 256, 2));  // as cheap either way: C is split
   CHECK_FALSE(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 1));  // one thread
   CHECK_FALSE(gemm_depth_split(9, 32, 256, 6, 32, 256, 2));      // one depth block
   CHECK_FALSE(gemm_depth_split(9, 32, 4000, 6, 32, 256, 2));     // < 2 x 2 Mflop: not worth a thread
