@@ -409,6 +409,27 @@ TEST_CASE("gemm gives the same bits for any number of threads") {
   });
 }
 
+// Small C, long k: split by depth blocks across the threads (kd::gemm_depth_split), the block
+// sums added up afterwards in block order; conv1's 9 x 32 weight gradient is the model. The
+// second shape (A transposed, as in x^T dz) is at most one vector wide (the narrow kernel).
+const std::vector<shape> depth_split_shapes{{9, 32, 8000}, {5, 10, 45000}, {20, 8, 30000}};
+
+TEST_CASE("gemm split by depth blocks (small C, long k) gives the same bits for any number of threads") {
+  for_each_target([&](const std::string&) {
+    for_each_dtype_combination(
+        [&]<class TA, class TB, class TC>() { check_thread_invariance<TA, TB, TC>(depth_split_shapes); });
+  });
+}
+
+TEST_CASE("gemm split by depth blocks is exact on small integers, beta == 0 over NaN included") {
+  thread_count_scope restore;
+  kernels::set_num_threads(2);
+  REQUIRE(kernels::detail::gemm_depth_split(9, 32, 8000, 6, 32, kernels::detail::highway_gemm_blocks.kc, 2));
+  unsigned seed = 500;
+  for_each_dtype_combination(
+      [&]<class TA, class TB, class TC>() { check_exact<TA, TB, TC>({{9, 32, 8000}, {5, 10, 45000}}, seed++); });
+}
+
 TEST_CASE("gemm called from several threads at once (the pool is shared) gives the same bits") {
   thread_count_scope restore;
   fixed_problem<bfloat16, bfloat16, float> problem({150, 260, 270}, false, true);
@@ -615,6 +636,24 @@ TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most th
   CHECK(square.columns(1).size() == 128);
 }
 
+TEST_CASE("the depth split is taken for a small C and a long k only") {
+  using kernels::detail::gemm_depth_split;
+  // conv1's weight gradient: one 12 x 32 tile of the native kernel (kc 1024), or a full and a
+  // 3-row 6 x 32 tile of the Highway kernel, each thread packing all of B: split the depth.
+  CHECK(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 2));
+  CHECK(gemm_depth_split(9, 32, 43264, 6, 32, 256, 2));
+  CHECK(gemm_depth_split(9, 32, 43264, 6, 16, 256, 7));
+  // conv2's 288 x 64 halves evenly by rows: C is split.
+  CHECK_FALSE(gemm_depth_split(288, 64, 7744, 6, 32, 256, 2));
+  CHECK_FALSE(gemm_depth_split(1024, 1024, 256, 6, 32, 256, 2));
+  CHECK_FALSE(gemm_depth_split(256, 10, 1024, 12, 16, 256, 2));  // as cheap either way: C is split
+  CHECK_FALSE(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 1));  // one thread
+  CHECK_FALSE(gemm_depth_split(9, 32, 256, 6, 32, 256, 2));      // one depth block
+  CHECK_FALSE(gemm_depth_split(9, 32, 4000, 6, 32, 256, 2));     // < 2 x 2 Mflop: not worth a thread
+  // The block sums (blocks x m x n floats) stay under 16 MiB: 200 x 200 x 400 blocks is 61 MiB.
+  CHECK_FALSE(gemm_depth_split(200, 200, 400 * 256, 6, 32, 256, 64));
+}
+
 TEST_CASE("thread pool: every task runs once, exceptions reach the caller, nested runs work") {
   for (std::size_t size : {1, 2, 3, 8}) {
     kernels::thread_pool pool(size);
@@ -739,6 +778,9 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
     check_thread_invariance<bfloat16, bfloat16, float>();
     check_thread_invariance<bfloat16, bfloat16, bfloat16>();
     check_thread_invariance<bfloat16, bfloat16, float>({{100, 140, kc + 3}, {150, 100, kc + 5}});
+    // Split by depth blocks: one 12 x 32 tile, then one 4 x 16 block.
+    check_thread_invariance<bfloat16, bfloat16, float>({{9, 32, 8 * kc + 5}, {3, 10, 80 * kc}});
+    check_thread_invariance<bfloat16, bfloat16, bfloat16>({{9, 32, 8 * kc + 5}});
   }
 }
 

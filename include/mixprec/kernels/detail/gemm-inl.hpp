@@ -58,8 +58,8 @@ void widen_padded(const T* src, std::size_t count, std::size_t width, float* dst
 /// src[lane * lane_stride + p * depth_stride]. One of the strides is 1 (the other is the leading
 /// dimension). Panels are written in order, row by row; `staging` holds width * depth floats.
 template <class T>
-void pack_panels(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-                 std::size_t depth, std::size_t width, float* dst, float* staging) {
+HWY_INLINE void pack_panels(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                            std::size_t depth, std::size_t width, float* dst, float* staging) {
   for (std::size_t first = 0; first < lanes; first += width, dst += depth * width) {
     const T* panel = src + first * lane_stride;
     const std::size_t count = std::min(width, lanes - first);
@@ -92,6 +92,46 @@ void pack_panels(const T* src, std::size_t lane_stride, std::size_t depth_stride
   }
 }
 
+/// Depth rows of a 16-bit operand that pack_narrow_panels widens at once: at most this many
+/// floats of staging (16 KiB, in L1).
+constexpr std::size_t narrow_staging_floats = 4096;
+
+/// pack_panels for a panel as narrow as a register tile's rows (kWidth, a compile-time constant),
+/// where a depth element's lanes are contiguous (op(A) transposed: A is k x m). Depth row by depth
+/// row across every panel, so the source is read in order, and each panel takes a fixed-size
+/// copy of kWidth floats (a few moves). A 16-bit source is first widened into `staging` at full
+/// vector width: row by row, or, when the rows are contiguous (depth_stride == lanes: conv1's
+/// 9-element rows), many rows at once, since a row shorter than a vector would each go through
+/// a zero-padded partial vector. Nothing outside the elements is read. `staging` holds
+/// narrow_staging_floats + lanes floats.
+template <std::size_t kWidth, class T>
+void pack_narrow_panels(const T* src, std::size_t depth_stride, std::size_t lanes, std::size_t depth, float* dst,
+                        float* staging) {
+  const std::size_t full_panels = lanes / kWidth;
+  const std::size_t rest = lanes - full_panels * kWidth;
+  const std::size_t group = depth_stride == lanes ? std::max<std::size_t>(1, narrow_staging_floats / lanes) : 1;
+  for (std::size_t first = 0; first < depth; first += group) {
+    const std::size_t rows = std::min(group, depth - first);
+    const float* span = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      span = src + first * depth_stride;
+    } else {
+      const std::size_t span_length = (rows - 1) * depth_stride + lanes;
+      widen_padded(src + first * depth_stride, span_length, span_length, staging);
+      span = staging;
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = span + r * depth_stride;
+      float* out = dst + (first + r) * kWidth;
+      for (std::size_t panel = 0; panel < full_panels; ++panel, row += kWidth, out += depth * kWidth)
+        std::memcpy(out, row, kWidth * sizeof(float));
+      if (rest == 0) continue;
+      std::memcpy(out, row, rest * sizeof(float));
+      std::fill(out + rest, out + kWidth, 0.0f);
+    }
+  }
+}
+
 HWY_INLINE void update_vector(D d, float* out, hn::Vec<D> sums, const kd::gemm_tile_update& update) {
   const auto alpha = hn::Set(d, update.alpha);
   if (update.accumulate) {
@@ -103,23 +143,36 @@ HWY_INLINE void update_vector(D d, float* out, hn::Vec<D> sums, const kd::gemm_t
   }
 }
 
-/// The Highway micro-kernel: a 6 x (2 vectors) tile (6 x 16 floats on AVX2, 6 x 32 on AVX3) held
-/// in 12 accumulators; each depth step loads two vectors of B, broadcasts six elements of A and
-/// does 12 multiply-adds (fused where the target has FMA).
-struct highway_kernel {
+/// What the Highway kernels share: operands packed as float panels (16-bit ones widened), and
+/// the same blocks on every machine.
+template <std::size_t TileRows>
+struct highway_packing {
   using packed_type = float;
-  static constexpr std::size_t tile_rows = 6;
-  static constexpr std::size_t max_tile_columns = 2 * kMaxLanes;
-  static std::size_t tile_columns() { return 2 * hn::Lanes(D()); }
+  static constexpr std::size_t tile_rows = TileRows;
   static std::size_t packed_depth(std::size_t depth) { return depth; }
   static kd::gemm_blocks blocks() { return kd::highway_gemm_blocks; }
 
+  // Inlined where it is called, so that the panel width is a constant there (the interleaving
+  // loop of pack_panels is 15% of a float forward GEMM's time when it is not: conv2's).
   template <class T>
-  static void pack(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-                   std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
+  HWY_INLINE static void pack(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                              std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
+    // op(A) transposed (pack_narrow_panels packs any operand of this width right; only A's is this narrow).
+    if (depth_stride != 1 && width == tile_rows) {
+      float* staging = workspace.staging.get<float>(narrow_staging_floats + lanes);
+      return pack_narrow_panels<tile_rows>(src, depth_stride, lanes, depth, dst, staging);
+    }
     float* staging = workspace.staging.get<float>(width * depth);
     pack_panels(src, lane_stride, depth_stride, lanes, depth, width, dst, staging);
   }
+};
+
+/// The Highway micro-kernel: a 6 x (2 vectors) tile (6 x 16 floats on AVX2, 6 x 32 on AVX3) held
+/// in 12 accumulators; each depth step loads two vectors of B, broadcasts six elements of A and
+/// does 12 multiply-adds (fused where the target has FMA).
+struct highway_kernel : highway_packing<6> {
+  static constexpr std::size_t max_tile_columns = 2 * kMaxLanes;
+  static std::size_t tile_columns() { return 2 * hn::Lanes(D()); }
 
   /// The whole tile, also for a ragged edge (rows x columns of it are wanted).
   static void multiply_tile(std::size_t depth, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
@@ -164,6 +217,28 @@ struct highway_kernel {
     update_vector(d, dst + 4 * ldd + lanes, s41, update);
     update_vector(d, dst + 5 * ldd, s50, update);
     update_vector(d, dst + 5 * ldd + lanes, s51, update);
+  }
+};
+
+/// The Highway micro-kernel for C at most one vector wide (n <= 16 on AVX3, 8 on AVX2: a
+/// classifier's 10 columns), where the two-vector tile would compute mostly padding: 12 rows x
+/// 1 vector in 12 accumulators, 12 multiply-adds per depth step. Each element of C sees the same
+/// operations as in highway_kernel, so which of the two runs does not change a bit.
+struct highway_narrow_kernel : highway_packing<12> {
+  static constexpr std::size_t max_tile_columns = kMaxLanes;
+  static std::size_t tile_columns() { return hn::Lanes(D()); }
+
+  static void multiply_tile(std::size_t depth, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                            float* HWY_RESTRICT dst, std::size_t ldd, kd::gemm_tile_update update,
+                            std::size_t /*rows*/, std::size_t /*columns*/) {
+    const D d;
+    hn::Vec<D> sums[tile_rows];
+    unroll<tile_rows>([&](auto r) { sums[r] = hn::Zero(d); });
+    for (std::size_t p = 0; p < depth; ++p, a += tile_rows, b += hn::Lanes(d)) {
+      const auto b_vector = hn::Load(d, b);
+      unroll<tile_rows>([&](auto r) { sums[r] = hn::MulAdd(hn::Set(d, a[r]), b_vector, sums[r]); });
+    }
+    unroll<tile_rows>([&](auto r) { update_vector(d, dst + r * ldd, sums[r], update); });
   }
 };
 
@@ -326,9 +401,70 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
   }
 }
 
+/// The depth split (kd::gemm_depth_split): one task per depth block computes that block's sums
+/// (alpha 1, beta 0, so they are stored exactly) into its own buffer of `ld`-float rows; then
+/// the caller adds them up in block order with the operations a tile update does (see
+/// gemm_tile_update), so each C element gets the bits it gets without the split.
+template <class Kernel, class TA, class TB, class TC>
+void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& pool) {
+  const D d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t m = problem.m, n = problem.n, kc = Kernel::blocks().kc;
+  const std::size_t blocks = kd::ceil_div(problem.k, kc);
+  const std::size_t ld = kd::round_up(n, lanes);  // whole vectors per row, for the sum below
+  const std::size_t block_size = m * ld;
+  float* block_sums = kd::thread_gemm_workspace().block_sums.get<float>(blocks * block_size);
+  pool.run(blocks, [&](std::size_t block) {
+    const std::size_t pc = block * kc;
+    const kd::gemm_problem<TA, TB, float> part{problem.trans_a,
+                                               problem.trans_b,
+                                               m,
+                                               n,
+                                               std::min(kc, problem.k - pc),
+                                               1.0f,
+                                               problem.a + (problem.trans_a ? pc * problem.lda : pc),
+                                               problem.lda,
+                                               problem.b + (problem.trans_b ? pc : pc * problem.ldb),
+                                               problem.ldb,
+                                               0.0f,
+                                               block_sums + block * block_size,
+                                               ld};
+    multiply_rectangle<Kernel>(part, {0, m}, {0, n});
+  });
+  // D = alpha * sum_0 (+ beta * C for a float C), D += alpha * sum_b; D overwrites sum_0.
+  constexpr bool float_c = std::is_same_v<TC, float>;
+  const auto alpha = hn::Set(d, problem.alpha), beta = hn::Set(d, problem.beta);
+  for (std::size_t i = 0; i < m; ++i) {
+    float* total = block_sums + i * ld;
+    TC* c_row = problem.c + i * problem.ldc;
+    for (std::size_t j = 0; j < n; j += lanes) {
+      auto sum = hn::Mul(alpha, hn::Load(d, total + j));
+      if constexpr (float_c) {
+        if (problem.beta != 0.0f) {
+          float c_part[kMaxLanes] = {};
+          std::memcpy(c_part, c_row + j, std::min(lanes, n - j) * sizeof(float));
+          sum = hn::MulAdd(beta, hn::LoadU(d, c_part), sum);
+        }
+      }
+      for (std::size_t block = 1; block < blocks; ++block)
+        sum = hn::MulAdd(alpha, hn::Load(d, total + block * block_size + j), sum);
+      hn::Store(sum, d, total + j);
+    }
+    if constexpr (float_c) {
+      std::memcpy(c_row, total, n * sizeof(float));
+    } else {
+      store_rounded(total, ld, 1, n, problem.beta, c_row, problem.ldc);
+    }
+  }
+}
+
 template <class Kernel, class TA, class TB, class TC>
 void run_on_pool(const kd::gemm_problem<TA, TB, TC>& problem) {
   const std::shared_ptr<thread_pool> pool = kd::gemm_thread_pool();
+  if (kd::gemm_depth_split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(),
+                           Kernel::blocks().kc, pool->size())) {
+    return run_depth_split<Kernel>(problem, *pool);
+  }
   const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(), pool->size());
   pool->run(split.tasks(), [&](std::size_t task) {
     multiply_rectangle<Kernel>(problem, split.rows(task), split.columns(task));
@@ -367,6 +503,7 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
     if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
   }
 #endif
+  if (problem.n <= hn::Lanes(D())) return run_on_pool<highway_narrow_kernel>(problem);
   run_on_pool<highway_kernel>(problem);
 }
 

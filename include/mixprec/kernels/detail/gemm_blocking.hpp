@@ -14,10 +14,15 @@
 namespace mixprec::kernels::detail {
 
 // Cache blocking: the Goto/BLIS loop nest (columns by nc, depth by kc, rows by mc, then
-// micro-tiles). The depth blocks of every GEMM start at 0 and are kc long whatever the thread
-// count, so each C element is reduced in the same order however C is split: results are
-// bit-identical for any number of threads (on one machine: the native bfloat16 kernel's kc
-// depends on its cache sizes).
+// micro-tiles). The summation order of every C element: the depth blocks start at 0 and are kc
+// long whatever the thread count; each block's sum starts from zero and adds its products in
+// depth order (one multiply-add each); then D = alpha * sum_0 (+ beta * D for a float C), and
+// D += alpha * sum_b for b = 1, 2, ... in block order (one multiply-add each), D being C (float)
+// or the float accumulator a 16-bit C is rounded from once at the end. Neither the split of C
+// across threads, nor a split of the depth blocks across threads (gemm_depth_split, whose block
+// sums are added up afterwards in that same order), nor the register tile changes any of it:
+// results are bit-identical for any number of threads (on one machine: the native bfloat16
+// kernel's kc depends on its cache sizes).
 struct gemm_blocks {
   std::size_t kc;  // depth
   std::size_t mc;  // rows of op(A) packed at once
@@ -101,10 +106,7 @@ class gemm_split {
   gemm_split(std::size_t m, std::size_t n, std::size_t k, std::size_t tile_rows, std::size_t tile_columns,
              std::size_t threads)
       : m_(m), n_(n) {
-    constexpr double min_flops_per_thread = 2.0 * 1024 * 1024;
-    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    const std::size_t worth = static_cast<std::size_t>(std::max(1.0, flops / min_flops_per_thread));
-    threads = std::max<std::size_t>(1, std::min(threads, worth));
+    threads = threads_worth(m, n, k, threads);
     const std::size_t row_units = ceil_div(m, tile_rows);
     const std::size_t column_units = ceil_div(n, tile_columns);
     double best_cost = -1;
@@ -127,6 +129,14 @@ class gemm_split {
     }
   }
 
+  /// At most `threads`, at least 1, and no more than give each ~2 Mflop.
+  static std::size_t threads_worth(std::size_t m, std::size_t n, std::size_t k, std::size_t threads) {
+    constexpr double min_flops_per_thread = 2.0 * 1024 * 1024;
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    const std::size_t worth = static_cast<std::size_t>(std::max(1.0, flops / min_flops_per_thread));
+    return std::max<std::size_t>(1, std::min(threads, worth));
+  }
+
   std::size_t row_tiles() const { return ceil_div(m_, rows_per_tile_); }
   std::size_t column_tiles() const { return ceil_div(n_, columns_per_tile_); }
   std::size_t tasks() const { return row_tiles() * column_tiles(); }
@@ -143,6 +153,38 @@ class gemm_split {
   std::size_t rows_per_tile_ = 1;
   std::size_t columns_per_tile_ = 1;
 };
+
+/// Whether to compute a GEMM's depth blocks in parallel instead of splitting C: each block's sum
+/// (alpha 1, beta 0: exact, as the micro-kernel holds it) into its own m x n buffer, on whichever
+/// thread takes it, then the sums added up in block order as the documented order says (see
+/// above), which is the same arithmetic whoever computed them. It pays when C is too small to
+/// give every thread a fair part and k is long: conv1's weight gradient, 9 x 32 x 43264, is one
+/// tile of the native bfloat16 kernel (or one full and one 3-row tile of the Highway one, each
+/// thread packing the whole of B). Costs counted as gemm_split counts them, per thread, with
+/// every tile a whole tile (a ragged tile costs a full one): the largest rectangle of the C
+/// split against ceil(blocks / threads) blocks of all of C plus the single-threaded sum of the
+/// buffers, which must be at least 20% cheaper (the buffers' traffic is not counted; the MLP's
+/// 256 x 10 x 1024 forward GEMM costs the same either way and keeps the C split). Never for one
+/// block, one thread, or buffers over 16 MiB.
+inline bool gemm_depth_split(std::size_t m, std::size_t n, std::size_t k, std::size_t tile_rows,
+                             std::size_t tile_columns, std::size_t kc, std::size_t threads) {
+  constexpr std::size_t max_buffer_bytes = std::size_t{16} << 20;
+  const std::size_t blocks = ceil_div(k, kc);
+  if (blocks < 2 || threads < 2 || m * n > max_buffer_bytes / sizeof(float) / blocks) return false;
+  const gemm_split c_split(m, n, k, tile_rows, tile_columns, threads);
+  const double rows = static_cast<double>(c_split.rows(0).size());
+  const double columns = static_cast<double>(c_split.columns(0).size());
+  const double c_split_cost = (static_cast<double>(round_up(c_split.rows(0).size(), tile_rows)) *
+                                   static_cast<double>(round_up(c_split.columns(0).size(), tile_columns)) +
+                               8.0 * (rows + columns)) *
+                              static_cast<double>(k);
+  const double whole_c = static_cast<double>(round_up(m, tile_rows)) * static_cast<double>(round_up(n, tile_columns));
+  const double block_cost = (whole_c + 8.0 * static_cast<double>(m + n)) * static_cast<double>(kc);
+  const double sum_cost = 2.0 * static_cast<double>(m * n * blocks);
+  const double depth_split_cost =
+      static_cast<double>(ceil_div(blocks, gemm_split::threads_worth(m, n, k, threads))) * block_cost + sum_cost;
+  return depth_split_cost < 0.8 * c_split_cost;
+}
 
 /// A growable, 64-byte aligned scratch buffer that keeps its memory between calls (fresh pages
 /// would cost more than a small GEMM).
@@ -182,6 +224,7 @@ struct gemm_workspace {
   gemm_scratch packed_b;      // one kc x nc block of op(B), in panels of tile_columns columns
   gemm_scratch accumulators;  // the float sums of a 16-bit C
   gemm_scratch staging;       // a row of a 16-bit operand widened to float while packing
+  gemm_scratch block_sums;    // a depth split's sums, one m x n buffer per depth block (caller's)
 };
 
 /// The calling thread's workspace (the pool's threads are persistent, so it is reused).
