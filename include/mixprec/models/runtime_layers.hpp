@@ -158,15 +158,18 @@ class runtime_layer_variables : public RuntimeLayer {
     }
     variables_ = std::move(variables);
   }
-  /// Replaces the variables with quantized ones (specs and values from layer_engine::quantized_weights).
-  void adopt_variables(const std::vector<weight_spec>& specs, std::vector<weight_values<V>>& values) {
+  /// The quantized variables for these specs and values (from layer_engine::quantized_weights);
+  /// nothing changes until replace_variables.
+  std::vector<any_variable> quantized_variables(const std::vector<weight_spec>& specs,
+                                                std::vector<weight_values<V>>& values) const {
     std::vector<any_variable> quantized;
     for (std::size_t i = 0; i < specs.size(); ++i) {
       if (specs[i].int8) quantized.emplace_back(make_variable<int8_variable>(specs[i], std::move(values[i])));
       else quantized.emplace_back(make_variable<variable>(specs[i], std::move(values[i])));
     }
-    variables_ = std::move(quantized);
+    return quantized;
   }
+  void replace_variables(std::vector<any_variable> variables) { variables_ = std::move(variables); }
   /// The float variables' values, in order.
   std::vector<std::span<const V>> float_values() const {
     std::vector<std::span<const V>> values;
@@ -272,8 +275,9 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
                                                            quantizable_pair<C, V>(quantization_mode::float8))) {
       const std::vector<std::span<const V>> float_weights = this->float_values();
       auto [specs, values] = engine_.quantized_weights(m, float_weights);
+      std::vector<typename base::any_variable> quantized = this->quantized_variables(specs, values);
       engine_.adopt_quantization(m);
-      this->adopt_variables(specs, values);
+      this->replace_variables(std::move(quantized));
       this->set_dtype_policy(detail::quantized_policy(m, this->dtype_policy().name()));
     }
   }
