@@ -99,9 +99,9 @@ endforeach()
 # Compile time: prints how long the three probe TUs in compile_time/ take at -O2, header-only and
 # single-TU (not a timed assertion); only the release build measures (the sanitize preset has no
 # compile checks and the debug preset excludes the label). The header-only RuntimeModel probe
-# alone takes about two minutes of one core, so it runs only when asked for.
+# alone takes over a minute of one core, so it runs only when asked for.
 option(MIXPREC_COMPILE_TIME_HEADER_ONLY_RUNTIME_MODEL
-       "compile_time also measures a header-only RuntimeModel TU (about two minutes)" OFF)
+       "compile_time also measures a header-only RuntimeModel TU (over a minute)" OFF)
 add_test(NAME compile_time
   COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DHEADER_ONLY_FLAGS=${header_only_consumer_flags}
           -DSINGLE_TU_FLAGS=${consumer_flags} -DSOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/compile_time

@@ -3,9 +3,9 @@
 # Not a timed assertion: it fails only if a probe does not compile, whatever the machine's speed.
 #   cmake -DCOMPILER=c++ -DHEADER_ONLY_FLAGS=<rsp> -DSINGLE_TU_FLAGS=<rsp> -DSOURCE_DIR=<dir>
 #         -DOUTPUT_DIR=<dir> [-DHEADER_ONLY_RUNTIME_MODEL=OFF] -P measure.cmake
-# HEADER_ONLY_RUNTIME_MODEL=OFF leaves out the slowest probe (about two minutes of one core).
+# HEADER_ONLY_RUNTIME_MODEL=OFF leaves out the slowest probe (over a minute of one core).
 # What the README reports against the targets (header-only: umbrella <= 4 s, sequential <= 10 s,
-# runtime_model <= 15 s; the last is out of reach while one TU builds every layer for every policy).
+# runtime_model <= 15 s; the last is out of reach while one TU builds every weighted layer for every dtype pair).
 foreach(probe IN ITEMS umbrella sequential runtime_model)
   foreach(mode IN ITEMS header-only single-TU)
     if(mode STREQUAL "header-only")

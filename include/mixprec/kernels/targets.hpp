@@ -15,7 +15,7 @@
 
 namespace mixprec::kernels {
 
-/// Targets compiled into the kernels, best first (e.g. AVX3, AVX2, SSE4, SSSE3, SCALAR).
+/// Targets compiled into the kernels, best first (e.g. AVX3, AVX2, SSE4, SCALAR).
 MIXPREC_KERNEL_API std::vector<std::string> compiled_targets();
 /// The compiled targets this CPU can run, best first.
 MIXPREC_KERNEL_API std::vector<std::string> supported_targets();

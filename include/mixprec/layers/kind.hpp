@@ -8,6 +8,7 @@
 //   saved<C>                            what a training forward keeps for the backward pass
 //   output_shape(settings, input)       shapes without the batch; throws std::invalid_argument
 //   weights(settings, input)            its weights: name, shape, initializer, regularizer, trainable
+//                                       (a kind without any derives from detail::weightless_kind)
 //   forward<C, V>(...), backward<C, V>(...)   the math, on spans (C compute dtype, V variable dtype)
 //   write_config(settings, json), read_config(reader)   its Keras config, both ways
 // and, for a kind with quantized forms (layers/quantization.hpp), quantizable_modes, a
@@ -23,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +100,18 @@ struct call_shape {
 struct no_state {};
 template <class C>
 struct nothing_saved {};
+
+/// The base of a kind without weights (Flatten, Dropout, ...). Its layers never touch the
+/// variable dtype, so the runtime model compiles one per compute dtype, not one per
+/// (compute, variable) pair (models/detail/make_runtime_layer.hpp).
+struct weightless_kind {
+  template <class Settings>
+  static std::vector<weight_spec> weights(const Settings&, std::span<const std::size_t>) {
+    return {};
+  }
+};
+template <class Kind>
+inline constexpr bool kind_has_weights = !std::is_base_of_v<weightless_kind, Kind>;
 
 /// What a kind's forward pass gets.
 template <class Kind, class C, class V>

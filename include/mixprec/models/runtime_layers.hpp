@@ -111,16 +111,101 @@ class RuntimeLayer {
   DTypePolicy policy_;
 };
 
-/// A layer of kind Kind computing in C with variables in V (an int8 layer's kernel in int8).
-template <class Kind, class C, class V>
-class runtime_layer_of final : public RuntimeLayer {
+namespace detail {
+
+/// The Keras config of a layer of kind Kind (name, dtype, trainable and the kind's settings);
+/// compiled once per kind.
+template <class Kind>
+nlohmann::ordered_json layer_config(const std::string& name, bool trainable, const DTypePolicy& policy,
+                                    const typename Kind::settings& settings) {
+  nlohmann::ordered_json result = {
+      {"name", name}, {"trainable", trainable}, {"dtype", dtype_policies::serialize(policy)}};
+  Kind::write_config(settings, result);
+  return result;
+}
+
+/// What a runtime layer computing in C with variables in V does with its variables, whatever its
+/// kind: compiled once per dtype pair, not once per kind and pair.
+template <class C, class V>
+class runtime_layer_variables : public RuntimeLayer {
+ public:
+  using RuntimeLayer::RuntimeLayer;
+
+  std::vector<weight_handle> weights(const std::string& prefix) override {
+    std::vector<weight_handle> handles;
+    for (auto& v : variables_)
+      std::visit([&](auto& each) { handles.push_back(handle_of(prefix + name() + "/" + each.name(), each)); }, v);
+    return handles;
+  }
+  double regularization_loss() const override {
+    double total = 0.0;
+    for (const auto& v : variables_)
+      if (const auto* each = std::get_if<variable>(&v)) total += static_cast<double>(each->regularization_loss());
+    return total;
+  }
+
+ protected:
   using variable = AutoCastVariable<V, C, dynamic>;
   using int8_variable = Variable<std::int8_t, dynamic>;
   using any_variable = std::variant<variable, int8_variable>;
 
+  /// Creates the variables of these specs, drawing their initial values.
+  void create_variables(const std::vector<weight_spec>& specs) {
+    std::vector<any_variable> variables;
+    for (const weight_spec& spec : specs) {
+      if (spec.int8) variables.emplace_back(make_variable<int8_variable>(name(), spec));
+      else variables.emplace_back(make_variable<variable>(name(), spec));
+    }
+    variables_ = std::move(variables);
+  }
+  /// The quantized variables for these specs and values (from layer_engine::quantized_weights);
+  /// nothing changes until replace_variables.
+  std::vector<any_variable> quantized_variables(const std::vector<weight_spec>& specs,
+                                                std::vector<weight_values<V>>& values) const {
+    std::vector<any_variable> quantized;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].int8) quantized.emplace_back(make_variable<int8_variable>(specs[i], std::move(values[i])));
+      else quantized.emplace_back(make_variable<variable>(specs[i], std::move(values[i])));
+    }
+    return quantized;
+  }
+  void replace_variables(std::vector<any_variable> variables) { variables_ = std::move(variables); }
+  /// The float variables' values, in order.
+  std::vector<std::span<const V>> float_values() const {
+    std::vector<std::span<const V>> values;
+    for (const auto& v : variables_)
+      if (const auto* each = std::get_if<variable>(&v)) values.push_back(each->value().values());
+    return values;
+  }
+  /// Assigns the new values of non-trainable weights a call gives.
+  void assign(const std::vector<weight_update<V>>& updates) {
+    for (const auto& update : updates) std::get<variable>(variables_[update.weight]).assign_values(std::span<const V>(update.value));
+  }
+  std::vector<weight_ref<V, C>> refs() const {
+    std::vector<weight_ref<V, C>> result;
+    for (const auto& v : variables_) std::visit([&](const auto& each) { result.push_back(reference<V, C>(each)); }, v);
+    return result;
+  }
+  template <class F>
+  void for_each_indexed_variable(F&& f) {
+    for (std::size_t i = 0; i < variables_.size(); ++i) std::visit([&](auto& each) { f(each, i); }, variables_[i]);
+  }
+
+ private:
+  std::vector<any_variable> variables_;
+};
+
+}  // namespace detail
+
+/// A layer of kind Kind computing in C with variables in V (an int8 layer's kernel in int8; a
+/// kind without weights has V = C whatever its policy's variable dtype).
+template <class Kind, class C, class V>
+class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
+  using base = detail::runtime_layer_variables<C, V>;
+
  public:
   runtime_layer_of(std::string name, DTypePolicy policy, typename Kind::settings settings, bool trainable)
-      : RuntimeLayer(std::move(name), std::move(policy)), engine_(std::move(settings)) {
+      : base(std::move(name), std::move(policy)), engine_(std::move(settings)) {
     engine_.set_trainable(trainable);
   }
   std::string_view class_name() const override { return Kind::keras_class; }
@@ -128,12 +213,7 @@ class runtime_layer_of final : public RuntimeLayer {
   void set_trainable(bool trainable) override { engine_.set_trainable(trainable); }
 
   std::vector<std::size_t> build(const std::vector<std::size_t>& input, std::size_t parameters_before) override {
-    std::vector<any_variable> variables;
-    for (const detail::weight_spec& spec : engine_.build(input, name(), parameters_before)) {
-      if (spec.int8) variables.emplace_back(detail::make_variable<int8_variable>(name(), spec));
-      else variables.emplace_back(detail::make_variable<variable>(name(), spec));
-    }
-    variables_ = std::move(variables);
+    this->create_variables(engine_.build(input, this->name(), parameters_before));
     built_ = true;
     return engine_.output_shape();
   }
@@ -153,48 +233,35 @@ class runtime_layer_of final : public RuntimeLayer {
     }
     value_buffer<C> y(output_size);
     std::vector<detail::weight_update<V>> updates;
-    engine_.call({batch, engine_.input_shape()}, input, refs(), y, training, updates);
-    for (const auto& update : updates) std::get<variable>(variables_[update.weight]).assign_values(std::span<const V>(update.value));
+    engine_.call({batch, engine_.input_shape()}, input, this->refs(), y, training, updates);
+    this->assign(updates);
     return AnyTensor(detail::with_batch(batch, engine_.output_shape()), std::move(y));
   }
 
   nlohmann::ordered_json config() const override {
-    nlohmann::ordered_json result = {
-        {"name", name()}, {"trainable", trainable()}, {"dtype", dtype_policies::serialize(dtype_policy())}};
-    Kind::write_config(engine_.settings(), result);
-    return result;
-  }
-  std::vector<weight_handle> weights(const std::string& prefix) override {
-    std::vector<weight_handle> handles;
-    for (auto& v : variables_)
-      std::visit([&](auto& each) { handles.push_back(handle_of(prefix + name() + "/" + each.name(), each)); }, v);
-    return handles;
+    return detail::layer_config<Kind>(this->name(), trainable(), this->dtype_policy(), engine_.settings());
   }
   std::vector<bool> trained() const override {
     std::vector<bool> result;
-    for (std::size_t i = 0; i < variables_.size(); ++i) result.push_back(engine_.trains(i));
+    for (std::size_t i = 0; i < engine_.weight_specs().size(); ++i) result.push_back(engine_.trains(i));
     return result;
-  }
-  double regularization_loss() const override {
-    double total = 0.0;
-    for (const auto& v : variables_)
-      if (const auto* each = std::get_if<variable>(&v)) total += static_cast<double>(each->regularization_loss());
-    return total;
   }
 
   detail::any_span forward_for_training(std::size_t batch, detail::any_span x) override {
-    return std::visit([&](auto values) { return detail::any_span(engine_.forward_for_training(batch, values, refs())); }, x);
+    const auto weights = this->refs();
+    return std::visit([&](auto values) { return detail::any_span(engine_.forward_for_training(batch, values, weights)); }, x);
   }
   detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) override {
+    const auto weights = this->refs();
     return std::visit(
-        [&](auto values) { return detail::any_span(engine_.backward(values, refs(), want_input_gradient, loss_scale)); },
+        [&](auto values) { return detail::any_span(engine_.backward(values, weights, want_input_gradient, loss_scale)); },
         dy);
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {
-    detail::collect_gradients(engine_, [&](auto f) { for_each_indexed_variable(f); }, pairs);
+    detail::collect_gradients(engine_, [&](auto f) { this->for_each_indexed_variable(f); }, pairs);
   }
   void finish_step() override {
-    detail::finish_step(engine_, [&](auto f) { for_each_indexed_variable(f); });
+    detail::finish_step(engine_, [&](auto f) { this->for_each_indexed_variable(f); });
   }
   std::string state_text() const override { return engine_.state_text(); }
   void restore_state_text(std::string_view text) override { engine_.restore_state_text(text); }
@@ -206,42 +273,25 @@ class runtime_layer_of final : public RuntimeLayer {
     const quantization_mode m = checked_quantization(mode);
     if constexpr (requires { Kind::quantizable_modes; } && (quantizable_pair<C, V>(quantization_mode::int8) ||
                                                            quantizable_pair<C, V>(quantization_mode::float8))) {
-      std::vector<std::span<const V>> float_weights;
-      for (const auto& v : variables_)
-        if (const auto* each = std::get_if<variable>(&v)) float_weights.push_back(each->value().values());
+      const std::vector<std::span<const V>> float_weights = this->float_values();
       auto [specs, values] = engine_.quantized_weights(m, float_weights);
-      std::vector<any_variable> quantized;
-      for (std::size_t i = 0; i < specs.size(); ++i) {
-        if (specs[i].int8) quantized.emplace_back(detail::make_variable<int8_variable>(specs[i], std::move(values[i])));
-        else quantized.emplace_back(detail::make_variable<variable>(specs[i], std::move(values[i])));
-      }
+      std::vector<typename base::any_variable> quantized = this->quantized_variables(specs, values);
       engine_.adopt_quantization(m);
-      variables_ = std::move(quantized);
-      set_dtype_policy(detail::quantized_policy(m, dtype_policy().name()));
+      this->replace_variables(std::move(quantized));
+      this->set_dtype_policy(detail::quantized_policy(m, this->dtype_policy().name()));
     }
   }
 
  private:
   quantization_mode checked_quantization(std::string_view mode) const {
     if (!quantizable())
-      throw std::invalid_argument("Layer '" + detail::quote_for_message(name()) + "' (" + std::string(Kind::keras_class) +
+      throw std::invalid_argument("Layer '" + detail::quote_for_message(this->name()) + "' (" + std::string(Kind::keras_class) +
                                   ") has no quantized form; Dense layers do.");
     return detail::checked_quantize(
-        {name(), built_, engine_.quantization(), dtype_policy().name(), dtype_name_v<C>}, mode);
-  }
-  std::vector<detail::weight_ref<V, C>> refs() const {
-    std::vector<detail::weight_ref<V, C>> result;
-    for (const auto& v : variables_)
-      std::visit([&](const auto& each) { result.push_back(detail::reference<V, C>(each)); }, v);
-    return result;
-  }
-  template <class F>
-  void for_each_indexed_variable(F&& f) {
-    for (std::size_t i = 0; i < variables_.size(); ++i) std::visit([&](auto& each) { f(each, i); }, variables_[i]);
+        {this->name(), built_, engine_.quantization(), this->dtype_policy().name(), dtype_name_v<C>}, mode);
   }
 
   detail::layer_engine<Kind, C, V> engine_;
-  std::vector<any_variable> variables_;
   bool built_ = false;
 };
 

@@ -1,5 +1,11 @@
 // What Highway 1.0.3 must be told before its first inclusion, whatever -march the program uses.
 //
+// The SSSE3 target is not compiled: only CPUs with SSSE3 but without Highway's SSE4 group
+// (SSE4.2, CLMUL, AES) would run it (Core 2, first-generation Core i7, Atom before Silvermont,
+// AMD Bobcat: CPUs of 2006-2011), and they run the SCALAR kernels instead, with the same bits.
+// It cost a fifth of every kernel's compile time (README, Compile time). Define
+// HWY_DISABLED_TARGETS yourself (0 for none) to compile it again.
+//
 // When the compiler's baseline already has every AVX3_DL feature (-march=sapphirerapids, or
 // -march=native on such a CPU), Highway makes AVX3_DL its static target but leaves it out of the
 // dynamically dispatched ones unless HWY_WANT_AVX3_DL is defined, and stops with "best baseline
@@ -13,6 +19,10 @@
     defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && defined(__AVX512VPOPCNTDQ__) &&                 \
     defined(__AVX512BITALG__)
 #define HWY_WANT_AVX3_DL
+#endif
+
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
 #endif
 
 // One portable fallback target whatever the compiler: SCALAR, which GCC 12.2 gets anyway (Highway

@@ -1,6 +1,7 @@
 // One layer of a kind, computing in C with variables in V: the calls, the training step's
 // forward pass (which records what backward needs) and backward pass, and the weight
-// gradients. Both a compile-time layer (Dense<64>) and the runtime model's generic layer own one
+// gradients; what depends on the kind alone (settings, shapes, size checks, state) is in its
+// base, kind_engine<Kind>, compiled once per kind. Both a compile-time layer (Dense<64>) and the runtime model's generic layer own one
 // and hand it their variables as weight_refs, so the two model kinds run the same code.
 #pragma once
 
@@ -71,30 +72,19 @@ typename Kind::state initial_state(const typename Kind::settings& settings) {
   else return {};
 }
 
-template <class Kind, class C, class V>
-class layer_engine {
+/// The part of a layer that depends on its kind alone: settings, shapes, weights' specs, the
+/// size checks, the state beyond the weights. Compiled once per kind, whatever the dtypes (the
+/// runtime model holds every kind in up to 16 dtype pairs).
+template <class Kind>
+class kind_engine {
  public:
   using settings_type = typename Kind::settings;
-  using ref = weight_ref<V, C>;
-
-  explicit layer_engine(settings_type settings)
-      : settings_(std::move(settings)), state_(initial_state<Kind>(settings_)), pending_state_(state_) {}
 
   const settings_type& settings() const { return settings_; }
   bool trainable() const { return trainable_; }
   quantization_mode quantization() const {
     if constexpr (requires { settings_.quantization; }) return settings_.quantization;
     else return quantization_mode::none;
-  }
-
-  /// What quantizing the built layer in `mode` gives: the new weights' specs and values (from
-  /// the float weights' values, in weight order). Nothing changes until adopt_quantization.
-  std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
-      quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
-    settings_type quantized = settings_;
-    quantized.quantization = mode;
-    std::vector<weight_spec> specs = checked_weights(quantized, input_, 0);
-    return {std::move(specs), Kind::template quantized_weights<V>(quantized, input_, float_weights)};
   }
   void adopt_quantization(quantization_mode mode) {
     settings_.quantization = mode;
@@ -115,7 +105,7 @@ class layer_engine {
     sample.output = checked_activation(output, "the output");
     if constexpr (requires { Kind::scratch_per_sample(settings_, input); }) {
       sample.scratch = Kind::scratch_per_sample(settings_, input);
-      check_allocation("the workspace of one sample", sample.scratch, activation_bytes);
+      check_allocation("the workspace of one sample", sample.scratch, activation_bytes_);
     }
     std::vector<weight_spec> specs = checked_weights(settings_, input, parameters_before);
     input_.assign(input.begin(), input.end());
@@ -129,7 +119,11 @@ class layer_engine {
   const std::vector<std::size_t>& output_shape() const { return output_shape_; }
   const std::vector<weight_spec>& weight_specs() const { return specs_; }
   /// The layer's parameters: the elements of all its weights (checked against the caps at build).
-  std::size_t parameter_count() const { return parameters_of(specs_); }
+  std::size_t parameter_count() const {
+    std::size_t count = 0;
+    for (const weight_spec& spec : specs_) count += checked_product(spec.shape, "a weight");
+    return count;
+  }
   /// The output elements of a call on `batch` samples, after check_batch.
   std::size_t output_size(std::size_t batch) const {
     check_batch(batch);
@@ -138,7 +132,7 @@ class layer_engine {
   /// Throws std::invalid_argument naming the layer when what a call allocates for `batch` samples
   /// (the input in the compute dtype, the output, the kind's workspace) is over the allocation cap.
   void check_batch(std::size_t batch) const {
-    const std::size_t cap_elements = get_size_limits().max_allocation_bytes / activation_bytes;
+    const std::size_t cap_elements = get_size_limits().max_allocation_bytes / activation_bytes_;
     for (const auto& [per_sample, what] : {std::pair{sample_.input, "the input"}, std::pair{sample_.output, "the output"},
                                            std::pair{sample_.scratch, "the workspace"}}) {
       std::size_t elements = 0;
@@ -146,73 +140,8 @@ class layer_engine {
       // Over the cap: the message is built only now (this runs on every call).
       const std::string where = "layer '" + quote_for_message(name_) + "' (" + std::string(Kind::keras_class) + "), a batch of " +
                                 std::to_string(batch) + ": " + what;
-      check_allocation(where, checked_multiply(batch, per_sample, where), activation_bytes);
+      check_allocation(where, checked_multiply(batch, per_sample, where), activation_bytes_);
     }
-  }
-
-  /// y = layer(x) outside a training step, for inputs of the shape given (a layer without
-  /// weights takes any shape its kind accepts); in training mode, non-trainable weights' new
-  /// values land in `updates` for the caller to assign now.
-  void call(call_shape shape, std::span<const C> x, std::span<const ref> weights, std::span<C> y, bool training,
-            std::vector<weight_update<V>>& updates) {
-    check_batch(shape.batch);
-    Kind::template forward<C, V>(
-        forward_args<Kind, C, V>{settings_, state_, shape, x, weights, y, training, trainable_, nullptr, updates});
-  }
-
-  /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
-  /// output stays owned by the engine until the next step; nothing persistent changes before
-  /// commit().
-  template <class D>
-  std::span<const C> forward_for_training(std::size_t batch, std::span<const D> x, std::span<const ref> weights) {
-    check_batch(batch);
-    batch_ = batch;
-    if constexpr (std::is_same_v<D, C>) {
-      input_values_ = x;
-    } else {
-      converted_input_.resize(x.size());
-      kernels::convert<D, C>(x, std::span(converted_input_));
-      input_values_ = converted_input_;
-    }
-    output_.resize(output_size(batch));
-    pending_state_ = state_;
-    updates_.clear();
-    Kind::template forward<C, V>(forward_args<Kind, C, V>{settings_, pending_state_, {batch, input_}, input_values_,
-                                                          weights, output_, true, trainable_, &saved_, updates_});
-    return output_;
-  }
-
-  /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
-  /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
-  /// every trained weight (regularizers' gradients added in V, times the loss scale that dy
-  /// carries) and returns dx in C, if wanted.
-  template <class D>
-  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient,
-                              float loss_scale = 1.0f) {
-    std::span<const C> dy_c;
-    if constexpr (std::is_same_v<D, C>) {
-      dy_c = dy;
-    } else {
-      converted_gradient_.resize(dy.size());
-      kernels::convert<D, C>(dy, std::span(converted_gradient_));
-      dy_c = converted_gradient_;
-    }
-    gradients_.resize(specs_.size());
-    std::vector<std::span<V>> gradients(specs_.size());
-    for (std::size_t i = 0; i < specs_.size(); ++i)
-      if (trains(i)) {
-        gradients_[i].resize(weights[i].value.size());
-        gradients[i] = gradients_[i];
-      }
-    input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
-    Kind::template backward<C, V>(backward_args<Kind, C, V>{settings_, {batch_, input_}, saved_, input_values_, output_,
-                                                            weights, dy_c, input_gradient_, gradients,
-                                                            trainable_, updates_});
-    for (std::size_t i = 0; i < specs_.size(); ++i)
-      if (trains(i) && specs_[i].regularizer)
-        std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },
-                   *specs_[i].regularizer);
-    return input_gradient_;
   }
 
   /// The layer's state beyond its weights (Dropout's generator) as text, for checkpoints; empty
@@ -236,36 +165,15 @@ class layer_engine {
 
   /// Whether weight i is trained: the layer and the weight are both trainable.
   bool trains(std::size_t i) const { return trainable_ && specs_[i].trainable; }
-  /// Weight i's gradient from the last backward (in V).
-  std::span<V> gradient(std::size_t i) { return gradients_[i]; }
 
-  /// Makes the step's forward effects permanent (the generator's draws); returns the new values
-  /// of non-trainable weights for the caller to assign.
-  const std::vector<weight_update<V>>& commit() {
-    state_ = pending_state_;
-    return updates_;
-  }
+ protected:
+  /// activation_bytes: what an activation element is counted at in the size checks.
+  kind_engine(settings_type settings, std::size_t activation_bytes)
+      : settings_(std::move(settings)),
+        state_(initial_state<Kind>(settings_)),
+        pending_state_(state_),
+        activation_bytes_(activation_bytes) {}
 
- private:
-  /// What one sample takes in a call, in elements: the input, the output, the kind's workspace.
-  struct sample_sizes {
-    std::size_t input = 0, output = 0, scratch = 0;
-  };
-  /// Bytes an activation element is counted at: 16-bit values are widened to float32 for some work.
-  static constexpr std::size_t activation_bytes = sizeof(C) > sizeof(float) ? sizeof(C) : sizeof(float);
-
-  /// The elements of one sample of `shape`, checked against the caps.
-  static std::size_t checked_activation(std::span<const std::size_t> shape, const char* what) {
-    const std::size_t elements = checked_product(shape, what);
-    check_allocation(std::string(what) + " of one sample", elements, activation_bytes);
-    return elements;
-  }
-  /// The elements of all weights (checked at build: they fit).
-  static std::size_t parameters_of(const std::vector<weight_spec>& specs) {
-    std::size_t count = 0;
-    for (const weight_spec& spec : specs) count += checked_product(spec.shape, "a weight");
-    return count;
-  }
   /// The kind's weights for `settings`, each checked against the allocation cap (counted at 8
   /// bytes an element: initial values are drawn in float64) and all against the parameter cap.
   static std::vector<weight_spec> checked_weights(const settings_type& settings, std::span<const std::size_t> input,
@@ -284,6 +192,27 @@ class layer_engine {
     return specs;
   }
 
+  settings_type settings_;
+  typename Kind::state state_;
+  bool trainable_ = true;
+  std::vector<std::size_t> input_, output_shape_;
+  std::vector<weight_spec> specs_;
+  /// The state a training step's forward pass leaves, kept until the step succeeds.
+  typename Kind::state pending_state_;
+
+ private:
+  /// What one sample takes in a call, in elements: the input, the output, the kind's workspace.
+  struct sample_sizes {
+    std::size_t input = 0, output = 0, scratch = 0;
+  };
+
+  /// The elements of one sample of `shape`, checked against the caps.
+  std::size_t checked_activation(std::span<const std::size_t> shape, const char* what) const {
+    const std::size_t elements = checked_product(shape, what);
+    check_allocation(std::string(what) + " of one sample", elements, activation_bytes_);
+    return elements;
+  }
+
   typename Kind::state parsed_state(std::string_view text) const {
     typename Kind::state restored = state_;
     if constexpr (requires(typename Kind::state s) { s.generator; }) {
@@ -297,17 +226,122 @@ class layer_engine {
     return restored;
   }
 
-  settings_type settings_;
-  typename Kind::state state_;
-  bool trainable_ = true;
-  std::vector<std::size_t> input_, output_shape_;
-  std::vector<weight_spec> specs_;
   sample_sizes sample_;
   /// The layer's name, for the errors of its calls.
   std::string name_;
+  std::size_t activation_bytes_;
+};
+
+/// A layer of kind Kind computing in C with variables in V: the calls and the training step's
+/// passes, on top of the kind's own part.
+template <class Kind, class C, class V>
+class layer_engine : public kind_engine<Kind> {
+  using base = kind_engine<Kind>;
+
+ public:
+  using typename base::settings_type;
+  using ref = weight_ref<V, C>;
+
+  /// Activations are counted at sizeof(C) bytes an element, 16-bit ones at 4 (widened to float32
+  /// for some work).
+  explicit layer_engine(settings_type settings)
+      : base(std::move(settings), sizeof(C) > sizeof(float) ? sizeof(C) : sizeof(float)) {}
+
+  /// What quantizing the built layer in `mode` gives: the new weights' specs and values (from
+  /// the float weights' values, in weight order). Nothing changes until adopt_quantization.
+  std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
+      quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
+    settings_type quantized = this->settings_;
+    quantized.quantization = mode;
+    std::vector<weight_spec> specs = base::checked_weights(quantized, this->input_, 0);
+    return {std::move(specs), Kind::template quantized_weights<V>(quantized, this->input_, float_weights)};
+  }
+
+  /// y = layer(x) outside a training step, for inputs of the shape given (a layer without
+  /// weights takes any shape its kind accepts); in training mode, non-trainable weights' new
+  /// values land in `updates` for the caller to assign now.
+  void call(call_shape shape, std::span<const C> x, std::span<const ref> weights, std::span<C> y, bool training,
+            std::vector<weight_update<V>>& updates) {
+    this->check_batch(shape.batch);
+    Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->state_, shape, x, weights, y, training,
+                                                          this->trainable_, nullptr, updates});
+  }
+
+  /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
+  /// output stays owned by the engine until the next step; nothing persistent changes before
+  /// commit().
+  template <class D>
+  std::span<const C> forward_for_training(std::size_t batch, std::span<const D> x, std::span<const ref> weights) {
+    this->check_batch(batch);
+    return forward_in_compute_dtype(batch, in_compute_dtype(x, converted_input_), weights);
+  }
+
+  /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
+  /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
+  /// every trained weight (regularizers' gradients added in V, times the loss scale that dy
+  /// carries) and returns dx in C, if wanted.
+  template <class D>
+  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient,
+                              float loss_scale = 1.0f) {
+    return backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+  }
+
+  /// Weight i's gradient from the last backward (in V).
+  std::span<V> gradient(std::size_t i) { return gradients_[i]; }
+
+  /// Makes the step's forward effects permanent (the generator's draws); returns the new values
+  /// of non-trainable weights for the caller to assign.
+  const std::vector<weight_update<V>>& commit() {
+    this->state_ = this->pending_state_;
+    return updates_;
+  }
+
+ private:
+  /// values in C: themselves, or cast into `buffer`. Only this depends on the dtype a training
+  /// step hands the layer; the passes below are compiled once per (kind, C, V).
+  template <class D>
+  static std::span<const C> in_compute_dtype(std::span<const D> values, value_buffer<C>& buffer) {
+    if constexpr (std::is_same_v<D, C>) {
+      return values;
+    } else {
+      buffer.resize(values.size());
+      kernels::convert<D, C>(values, std::span(buffer));
+      return buffer;
+    }
+  }
+  std::span<const C> forward_in_compute_dtype(std::size_t batch, std::span<const C> x, std::span<const ref> weights) {
+    batch_ = batch;
+    input_values_ = x;
+    output_.resize(this->output_size(batch));
+    this->pending_state_ = this->state_;
+    updates_.clear();
+    Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->pending_state_, {batch, this->input_},
+                                                          input_values_, weights, output_, true, this->trainable_,
+                                                          &saved_, updates_});
+    return output_;
+  }
+  std::span<const C> backward_in_compute_dtype(std::span<const C> dy_c, std::span<const ref> weights,
+                                               bool want_input_gradient, float loss_scale) {
+    const std::vector<weight_spec>& specs = this->specs_;
+    gradients_.resize(specs.size());
+    std::vector<std::span<V>> gradients(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (this->trains(i)) {
+        gradients_[i].resize(weights[i].value.size());
+        gradients[i] = gradients_[i];
+      }
+    input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
+    Kind::template backward<C, V>(backward_args<Kind, C, V>{this->settings_, {batch_, this->input_}, saved_, input_values_,
+                                                            output_, weights, dy_c, input_gradient_, gradients,
+                                                            this->trainable_, updates_});
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (this->trains(i) && specs[i].regularizer)
+        std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },
+                   *specs[i].regularizer);
+    return input_gradient_;
+  }
 
   // The last training step's record.
-  typename Kind::state pending_state_;
   std::vector<weight_update<V>> updates_;
   std::size_t batch_ = 0;
   std::span<const C> input_values_;

@@ -17,7 +17,7 @@
 
 namespace mixprec::layer_kinds {
 
-struct activation {
+struct activation : detail::weightless_kind {
   static constexpr std::string_view keras_class = "Activation";
   struct settings {
     kernels::activation function = kernels::activation::linear;
@@ -31,7 +31,6 @@ struct activation {
   static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
     return {input.begin(), input.end()};
   }
-  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
 
   template <class C, class V, class Kind>
   static void forward(const detail::forward_args<Kind, C, V>& a) {

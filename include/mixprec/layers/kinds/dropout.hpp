@@ -19,7 +19,7 @@
 
 namespace mixprec::layer_kinds {
 
-struct dropout {
+struct dropout : detail::weightless_kind {
   static constexpr std::string_view keras_class = "Dropout";
   struct settings {
     double rate = 0.5;
@@ -44,7 +44,6 @@ struct dropout {
   static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
     return {input.begin(), input.end()};
   }
-  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
 
   template <class C, class V>
   static void forward(const detail::forward_args<dropout, C, V>& a) {

@@ -16,7 +16,7 @@
 
 namespace mixprec::layer_kinds {
 
-struct flatten {
+struct flatten : detail::weightless_kind {
   static constexpr std::string_view keras_class = "Flatten";
   struct settings {};
   /// The output may be the input's own buffer.
@@ -28,7 +28,6 @@ struct flatten {
   static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
     return {detail::checked_product(input, "Flatten's output")};
   }
-  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
 
   template <class C, class V>
   static void forward(const detail::forward_args<flatten, C, V>& a) {

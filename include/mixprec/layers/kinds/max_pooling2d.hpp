@@ -23,7 +23,7 @@
 
 namespace mixprec::layer_kinds {
 
-struct max_pooling2d {
+struct max_pooling2d : detail::weightless_kind {
   static constexpr std::string_view keras_class = "MaxPooling2D";
   struct settings {
     layer_kinds::window window = {2, 2, 2, 2, false};
@@ -35,7 +35,6 @@ struct max_pooling2d {
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
     return s.window.output_shape("MaxPooling2D", input, 0);
   }
-  static std::vector<detail::weight_spec> weights(const settings&, std::span<const std::size_t>) { return {}; }
 
   template <class C, class V>
   static void forward(const detail::forward_args<max_pooling2d, C, V>& a) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -64,8 +65,11 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
           settings.amax_history_length = policy.amax_history_length().value_or(default_amax_history_length);
         }
       }
-      return std::make_unique<runtime_layer_of<Kind, typename P::compute_dtype, typename P::variable_dtype>>(
-          site.name, policy, std::move(settings), trainable);
+      // A kind without weights never touches the variable dtype: one layer per compute dtype
+      // serves every variable dtype (its policy, kept by the layer, still names both).
+      using C = typename P::compute_dtype;
+      using V = std::conditional_t<kind_has_weights<Kind>, typename P::variable_dtype, C>;
+      return std::make_unique<runtime_layer_of<Kind, C, V>>(site.name, policy, std::move(settings), trainable);
     } else {
       throw site.error("the dtype policy '" + std::string(P::name) +
                        "' is not supported: layers compute in float16, bfloat16, float32 or float64.");
