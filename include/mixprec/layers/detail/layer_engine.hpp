@@ -183,13 +183,16 @@ class layer_engine {
   }
 
   /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
-  /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
-  /// every trained weight (regularizers' gradients added in V, times the loss scale that dy
-  /// carries) and returns dx in C, if wanted.
+  /// dtype (or the loss's) and is cast to C, the gradient of the cast; it is the pass's to
+  /// overwrite (kind.hpp's backward_args). Fills gradient(i) for every trained weight
+  /// (regularizers' gradients added in V, times the loss scale that dy carries) and returns dx
+  /// in C, if wanted: the engine holds it until release_input_gradient(), which the model calls
+  /// as soon as the layer below has consumed it, so that no more than two activation gradients
+  /// are alive at a time and none between steps.
   template <class D>
-  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient,
-                              float loss_scale = 1.0f) {
-    std::span<const C> dy_c;
+  std::span<C> backward(std::span<D> dy, std::span<const ref> weights, bool want_input_gradient,
+                        float loss_scale = 1.0f) {
+    std::span<C> dy_c;
     if constexpr (std::is_same_v<D, C>) {
       dy_c = dy;
     } else {
@@ -208,12 +211,16 @@ class layer_engine {
     Kind::template backward<C, V>(backward_args<Kind, C, V>{settings_, {batch_, input_}, saved_, input_values_, output_,
                                                             weights, dy_c, input_gradient_, gradients,
                                                             trainable_, updates_});
+    release(converted_gradient_);
     for (std::size_t i = 0; i < specs_.size(); ++i)
       if (trains(i) && specs_[i].regularizer)
         std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },
                    *specs_[i].regularizer);
     return input_gradient_;
   }
+
+  /// Frees the dx the last backward returned (the model calls it once the layer below has read it).
+  void release_input_gradient() { release(input_gradient_); }
 
   /// The layer's state beyond its weights (Dropout's generator) as text, for checkpoints; empty
   /// for kinds that have none.
@@ -254,6 +261,8 @@ class layer_engine {
   /// Bytes an activation element is counted at: 16-bit values are widened to float32 for some work.
   static constexpr std::size_t activation_bytes = sizeof(C) > sizeof(float) ? sizeof(C) : sizeof(float);
 
+  /// Frees a buffer's memory (clear() would keep it).
+  static void release(value_buffer<C>& buffer) { value_buffer<C>().swap(buffer); }
   /// The elements of one sample of `shape`, checked against the caps.
   static std::size_t checked_activation(std::span<const std::size_t> shape, const char* what) {
     const std::size_t elements = checked_product(shape, what);
