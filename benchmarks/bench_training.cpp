@@ -206,7 +206,7 @@ void BM_step_phases(benchmark::State& state) {
     const double l = milliseconds([&] {
       benchmark::DoNotOptimize(loss.compute<T>(targets, output, Network<P>::output_columns(), std::span(gradient)));
     });
-    const double b = milliseconds([&] { model.backward(std::span<const T>(gradient)); });
+    const double b = milliseconds([&] { model.backward(std::span<T>(gradient)); });
     const double u = milliseconds([&] {
       std::vector<gradient_and_variable> pairs;
       model.collect_gradients(pairs);

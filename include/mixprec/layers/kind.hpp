@@ -134,7 +134,9 @@ struct forward_args {
 
 /// What a kind's backward pass gets: the forward's input x and output y (both in C), dy, and
 /// where to write dx (in C; empty when no one needs it: the first layer) and each weight's
-/// gradient (in V; an empty span for a weight that is not trained).
+/// gradient (in V; an empty span for a weight that is not trained). dy is the kind's to
+/// overwrite (no one reads it after this pass): Dense and Conv2D turn it into dz in place
+/// rather than holding another buffer of its size. dx never overlaps it.
 template <class Kind, class C, class V>
 struct backward_args {
   const typename Kind::settings& settings;
@@ -143,7 +145,7 @@ struct backward_args {
   std::span<const C> x;
   std::span<const C> y;
   std::span<const weight_ref<V, C>> weights;
-  std::span<const C> dy;
+  std::span<C> dy;
   std::span<C> dx;
   std::span<const std::span<V>> weight_gradients;
   /// False for a frozen BatchNormalization, which Keras runs in inference mode.

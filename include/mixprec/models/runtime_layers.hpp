@@ -53,6 +53,9 @@ inline std::string shape_text(const std::vector<std::size_t>& features) {
 /// runtime layers.
 using any_span = std::variant<std::span<const float16>, std::span<const bfloat16>, std::span<const float>,
                               std::span<const double>>;
+/// An activation gradient in one of those dtypes, which the backward pass that receives it may
+/// overwrite.
+using any_gradient = std::variant<std::span<float16>, std::span<bfloat16>, std::span<float>, std::span<double>>;
 
 }  // namespace detail
 
@@ -89,7 +92,9 @@ class RuntimeLayer {
 
   // A training step (see layer_engine.hpp): forward, recording; backward; the gradients; the end.
   virtual detail::any_span forward_for_training(std::size_t batch, detail::any_span x) = 0;
-  virtual detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) = 0;
+  virtual detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale) = 0;
+  /// Frees the input gradient the last backward returned, once the layer below has consumed it.
+  virtual void release_input_gradient() = 0;
   virtual void collect_gradients(std::vector<gradient_and_variable>& pairs) = 0;
   virtual void finish_step() = 0;
   /// The state beyond the weights (Dropout's generator) as text, for checkpoints; empty if none.
@@ -251,12 +256,13 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
     const auto weights = this->refs();
     return std::visit([&](auto values) { return detail::any_span(engine_.forward_for_training(batch, values, weights)); }, x);
   }
-  detail::any_span backward(detail::any_span dy, bool want_input_gradient, float loss_scale) override {
+  detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale) override {
     const auto weights = this->refs();
     return std::visit(
-        [&](auto values) { return detail::any_span(engine_.backward(values, weights, want_input_gradient, loss_scale)); },
+        [&](auto values) { return detail::any_gradient(engine_.backward(values, weights, want_input_gradient, loss_scale)); },
         dy);
   }
+  void release_input_gradient() override { engine_.release_input_gradient(); }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {
     detail::collect_gradients(engine_, [&](auto f) { this->for_each_indexed_variable(f); }, pairs);
   }

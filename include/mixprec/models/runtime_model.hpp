@@ -309,11 +309,15 @@ class RuntimeModel {
     for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
     return values;
   }
-  /// The backward pass from the gradient of the loss with respect to the output; that gradient
-  /// is of the loss times loss_scale, and so are the regularizers' gradients added on the way.
-  void backward(detail::any_span output_gradient, float loss_scale = 1.0f) {
-    for (std::size_t i = layers_.size(); i-- > 0;)
+  /// The backward pass from the gradient of the loss with respect to the output (overwritten on
+  /// the way); that gradient is of the loss times loss_scale, and so are the regularizers'
+  /// gradients added on the way. Each layer's input gradient is freed once the layer below has
+  /// consumed it.
+  void backward(detail::any_gradient output_gradient, float loss_scale = 1.0f) {
+    for (std::size_t i = layers_.size(); i-- > 0;) {
       output_gradient = layers_[i]->backward(output_gradient, i != 0, loss_scale);
+      if (i + 1 < layers_.size()) layers_[i + 1]->release_input_gradient();
+    }
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) {
     for (auto& l : layers_) l->collect_gradients(pairs);

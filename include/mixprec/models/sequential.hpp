@@ -145,21 +145,25 @@ auto operator|(training_pass<D> x, L* layer) {
       layer->engine().forward_for_training(x.batch, x.values, layer->weight_refs()), x.batch};
 }
 /// The backward pass, a right fold from the loss's gradient to the first layer (which needs no
-/// input gradient).
-template <class D>
+/// input gradient). Each gradient is freed by the engine that made it (Producer's; none for the
+/// loss's) as soon as the layer below has consumed it.
+template <class D, class Producer = void>
 struct backward_pass {
-  std::span<const D> gradient;
+  std::span<D> gradient;
   float loss_scale;
+  Producer* producer = nullptr;
 };
 template <class L>
 struct backward_step {
   L* layer;
   bool first;
 };
-template <class L, class D>
-auto operator|(backward_step<L> step, backward_pass<D> dy) {
-  return backward_pass<typename L::compute_dtype>{
-      step.layer->engine().backward(dy.gradient, step.layer->weight_refs(), !step.first, dy.loss_scale), dy.loss_scale};
+template <class L, class D, class P>
+auto operator|(backward_step<L> step, backward_pass<D, P> dy) {
+  auto& engine = step.layer->engine();
+  const auto dx = engine.backward(dy.gradient, step.layer->weight_refs(), !step.first, dy.loss_scale);
+  if constexpr (!std::is_void_v<P>) dy.producer->release_input_gradient();
+  return backward_pass<typename L::compute_dtype, std::remove_reference_t<decltype(engine)>>{dx, dy.loss_scale, &engine};
 }
 
 /// Instantiated only when a layer cannot be trained: the layer and its position.
@@ -374,9 +378,10 @@ class Sequential {
       return output;
     }
   }
-  /// The backward pass from the gradient of the loss with respect to the output; that gradient
-  /// is of the loss times loss_scale, and so are the regularizers' gradients added on the way.
-  void backward(std::span<const typename output_type::dtype> output_gradient, float loss_scale = 1.0f) {
+  /// The backward pass from the gradient of the loss with respect to the output (overwritten on
+  /// the way); that gradient is of the loss times loss_scale, and so are the regularizers'
+  /// gradients added on the way.
+  void backward(std::span<typename output_type::dtype> output_gradient, float loss_scale = 1.0f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::backward_step<std::tuple_element_t<I, layer_types>>{&std::get<I>(layers_), I == 0} | ... |
        detail::backward_pass<typename output_type::dtype>{output_gradient, loss_scale});

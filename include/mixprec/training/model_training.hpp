@@ -198,7 +198,7 @@ decltype(auto) forward_and_backward(Model& model, const compiled_model& c, const
     value_buffer<T> gradient(values.size());
     const float loss = c.loss.compute<T>(targets, values, model.output_columns(), std::span(gradient), loss_scale);
     const double total = static_cast<double>(loss) + model.regularization_loss();
-    model.backward(std::span<const T>(gradient), loss_scale);
+    model.backward(std::span<T>(gradient), loss_scale);
     std::vector<gradient_and_variable> pairs;
     model.collect_gradients(pairs);
     return then(total, values, pairs);

@@ -277,14 +277,23 @@ class layer_engine : public kind_engine<Kind> {
   }
 
   /// The backward pass of the last forward_for_training. dy comes in the next layer's compute
-  /// dtype (or the loss's) and is cast to C, the gradient of the cast. Fills gradient(i) for
-  /// every trained weight (regularizers' gradients added in V, times the loss scale that dy
-  /// carries) and returns dx in C, if wanted.
+  /// dtype (or the loss's) and is cast to C, the gradient of the cast; it is the pass's to
+  /// overwrite (kind.hpp's backward_args). Fills gradient(i) for every trained weight
+  /// (regularizers' gradients added in V, times the loss scale that dy carries) and returns dx
+  /// in C, if wanted: the engine holds it until release_input_gradient(), which the model calls
+  /// as soon as the layer below has consumed it, so that no more than two activation gradients
+  /// are alive at a time and none between steps.
   template <class D>
-  std::span<const C> backward(std::span<const D> dy, std::span<const ref> weights, bool want_input_gradient,
-                              float loss_scale = 1.0f) {
-    return backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+  std::span<C> backward(std::span<D> dy, std::span<const ref> weights, bool want_input_gradient,
+                        float loss_scale = 1.0f) {
+    const std::span<C> dx =
+        backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+    release(converted_gradient_);
+    return dx;
   }
+
+  /// Frees the dx the last backward returned (the model calls it once the layer below has read it).
+  void release_input_gradient() { release(input_gradient_); }
 
   /// Weight i's gradient from the last backward (in V).
   std::span<V> gradient(std::size_t i) { return gradients_[i]; }
@@ -300,15 +309,18 @@ class layer_engine : public kind_engine<Kind> {
   /// values in C: themselves, or cast into `buffer`. Only this depends on the dtype a training
   /// step hands the layer; the passes below are compiled once per (kind, C, V).
   template <class D>
-  static std::span<const C> in_compute_dtype(std::span<const D> values, value_buffer<C>& buffer) {
-    if constexpr (std::is_same_v<D, C>) {
-      return values;
+  static auto in_compute_dtype(std::span<D> values, value_buffer<C>& buffer) {
+    using result = std::span<std::conditional_t<std::is_const_v<D>, const C, C>>;
+    if constexpr (std::is_same_v<std::remove_const_t<D>, C>) {
+      return result(values);
     } else {
       buffer.resize(values.size());
-      kernels::convert<D, C>(values, std::span(buffer));
-      return buffer;
+      kernels::convert<std::remove_const_t<D>, C>(values, std::span(buffer));
+      return result(buffer);
     }
   }
+  /// Frees a buffer's memory (clear() would keep it).
+  static void release(value_buffer<C>& buffer) { value_buffer<C>().swap(buffer); }
   std::span<const C> forward_in_compute_dtype(std::size_t batch, std::span<const C> x, std::span<const ref> weights) {
     batch_ = batch;
     input_values_ = x;
@@ -320,7 +332,7 @@ class layer_engine : public kind_engine<Kind> {
                                                           &saved_, updates_});
     return output_;
   }
-  std::span<const C> backward_in_compute_dtype(std::span<const C> dy_c, std::span<const ref> weights,
+  std::span<C> backward_in_compute_dtype(std::span<C> dy_c, std::span<const ref> weights,
                                                bool want_input_gradient, float loss_scale) {
     const std::vector<weight_spec>& specs = this->specs_;
     gradients_.resize(specs.size());

@@ -41,9 +41,10 @@ std::span<T> scratch_buffer(std::size_t n) {
   return std::span(buffer).first(n);
 }
 /// `values` in S: the span itself when the dtypes agree, else converted (16-bit to float is
-/// exact) into the per-thread buffer of `Purpose`.
-template <class S, class Purpose, class C>
-std::span<const S> widened(std::span<const C> values) {
+/// exact) into the per-thread buffer of `Purpose`. (T: C or const C.)
+template <class S, class Purpose, class T>
+std::span<const S> widened(std::span<T> values) {
+  using C = std::remove_const_t<T>;
   if constexpr (std::is_same_v<C, S>) {
     return values;
   } else {
@@ -56,7 +57,6 @@ struct dense_accumulator;
 struct softmax_bias;
 struct softmax_logits;
 struct gradient_accumulator;
-struct activation_gradient_buffer;
 struct input_gradient_accumulator;
 
 /// The dtype a product of C values accumulates in: float32, or double for float64 layers.
@@ -152,18 +152,24 @@ void store_gradient(std::span<const A> gradient, std::span<V> out) {
   }
 }
 
-/// dz kernel^T [rows x in], in the accumulator dtype, in a per-thread scratch buffer: the
-/// input gradient of a product before its rounding to C (Conv2D sums it over windows first).
+/// products[rows x in] = dz kernel^T, in the accumulator dtype: the input gradient of a product
+/// before its rounding to C.
 template <ComputeDType C>
-std::span<const accumulator_t<C>> input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in,
-                                                          std::span<const C> kernel, std::size_t units) {
-  const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>, input_gradient_accumulator>(rows * in);
+void input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in, std::span<const C> kernel,
+                             std::size_t units, std::span<accumulator_t<C>> products) {
   if constexpr (std::is_same_v<C, double>) {
     matrix(products, rows, in).noalias() = matrix(dz, rows, units) * matrix(kernel, in, units).transpose();
   } else {
     kernels::gemm(kernels::transpose::no, kernels::transpose::yes, rows, in, units, 1.0f, dz.data(), units,
                   kernel.data(), units, 0.0f, products.data(), in);
   }
+}
+/// The same in a per-thread scratch buffer (Conv2D sums the products over windows first).
+template <ComputeDType C>
+std::span<const accumulator_t<C>> input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in,
+                                                          std::span<const C> kernel, std::size_t units) {
+  const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>, input_gradient_accumulator>(rows * in);
+  input_gradient_products<C>(dz, rows, in, kernel, units, products);
   return products;
 }
 
@@ -194,7 +200,9 @@ void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std:
     }
     store_gradient<V, A>(products, kernel_gradient);
   }
-  if (!dx.empty()) store_gradient<C, accumulator_t<C>>(input_gradient_products<C>(dz, rows, in, kernel, units), dx);
+  if (dx.empty()) return;
+  if constexpr (std::is_same_v<A, C>) input_gradient_products<C>(dz, rows, in, kernel, units, dx);  // straight into dx
+  else store_gradient<C, A>(input_gradient_products<C>(dz, rows, in, kernel, units), dx);
 }
 
 }  // namespace mixprec::detail

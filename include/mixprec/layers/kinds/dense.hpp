@@ -219,15 +219,14 @@ struct dense {
   static std::span<const C> bias(bool use_bias, std::span<const detail::weight_ref<V, C>> weights) {
     return use_bias ? weights[1].read : std::span<const C>();
   }
-  /// dz = dy act'(z), in a scratch buffer (dy itself for linear).
+  /// dz = dy act'(z), written over dy (the backward pass owns it: kind.hpp's backward_args).
   template <class C>
   static std::span<const C> activation_input_gradient(kernels::activation kind, const saved<C>& saved,
-                                                      std::span<const C> y, std::span<const C> dy, std::size_t units) {
+                                                      std::span<const C> y, std::span<C> dy, std::size_t units) {
     if (kind == kernels::activation::linear) return dy;
-    const std::span<C> dz = detail::scratch_buffer<C, detail::activation_gradient_buffer>(dy.size());
     const std::span<const C> at = keeps_pre_activation(kind) ? std::span<const C>(saved.pre_activation) : y;
-    detail::activation_gradient<C>(kind, at, y, dy, dz, units);
-    return dz;
+    detail::activation_gradient<C>(kind, at, y, dy, dy, units);
+    return dy;
   }
 };
 
