@@ -281,6 +281,19 @@ struct pooling_case {
   static model<P> make() { return {}; }
 };
 
+/// A batch large enough that Conv2D walks it in several chunks of samples, and adds several
+/// chunks per slice and several slices for its weight gradients (the first Conv2D: 8 chunks of 6
+/// samples in 4 slices; the second, whose input gradient is computed: 4 chunks). No max pooling:
+/// among this many 16-bit values, ties in a window (which rounding makes) are certain.
+struct chunked_conv_case {
+  static constexpr std::size_t rows = 48;
+  template <class P>
+  using model = Sequential<P, Input<28, 28, 2>, Conv2D<4, 3, 3, activations::tanh>,
+                           Conv2D<3, 3, 3, activations::sigmoid, strides<3>>, Flatten<>, Dense<3>>;
+  template <class P>
+  static model<P> make() { return {}; }
+};
+
 struct batch_normalization_dense {
   static constexpr std::size_t rows = 8;
   template <class P>
@@ -568,13 +581,16 @@ void check_policy(const loss_case& lc, std::uint64_t seed) {
     CHECK_FALSE(gradient_bound_holds(flipped, exact, bound));
   }
   // ... the gradient lacking one sample's term: that of the other rows, times (rows - 1) / rows
-  // (with BatchNormalization or Dropout, whose rows interact, it is merely another wrong gradient)...
-  const batch<Model64> fewer = data64.without_row(0);
-  auto missing = doubles_of(fewer.gradients(reference));
-  const double factor = static_cast<double>(data.rows() - 1) / static_cast<double>(data.rows());
-  for (auto& v : missing)
-    for (double& x : v) x *= factor;
-  CHECK_FALSE(gradient_bound_holds(missing, exact, bound));
+  // (with BatchNormalization or Dropout, whose rows interact, it is merely another wrong gradient;
+  // a batch of many rows, chunked_conv_case's, leaves one row's term within the bound)...
+  if (data.rows() <= 8) {
+    const batch<Model64> fewer = data64.without_row(0);
+    auto missing = doubles_of(fewer.gradients(reference));
+    const double factor = static_cast<double>(data.rows() - 1) / static_cast<double>(data.rows());
+    for (auto& v : missing)
+      for (double& x : v) x *= factor;
+    CHECK_FALSE(gradient_bound_holds(missing, exact, bound));
+  }
   // ... and the gradient without the regularizers' terms.
   if constexpr (requires { Case::unregularized; }) {
     Model64 plain;

@@ -19,6 +19,7 @@ using namespace gradient_check;
 TEST_CASE("float64: every layer kind's gradients against central finite differences") {
   std::uint64_t seed = 100;
   for_each_layer_case([&]<class Case>(const loss_case& lc) { check_float64<Case>(lc, seed += 10); });
+  check_float64<chunked_conv_case>(sparse_logits, 700);
 }
 
 TEST_CASE("float64: every loss's gradients against central finite differences") {
@@ -33,6 +34,30 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel compute the same gradients", P, 
   check_runtime_model<dropout_case, P>(mse, 22);
   check_runtime_model<regularized, P>(mse, 23);
   check_runtime_model<batch_normalization_conv, P>(sparse_logits, 24);
+  check_runtime_model<chunked_conv_case, P>(sparse_logits, 25);
+}
+
+TEST_CASE_TEMPLATE("Conv2D and MaxPooling2D over many chunks of samples: the same gradients on 1, 2 and 3 threads", P,
+                   policies::float64, policies::float32, policies::mixed_bfloat16, policies::mixed_float16) {
+  // Both kinds in several chunks (chunked_conv_case), max pooling between them and after.
+  using Model = Sequential<P, Input<28, 28, 2>, Conv2D<4, 3, 3, activations::tanh>, MaxPooling2D<2>,
+                           Conv2D<3, 3, 3, activations::sigmoid, padding::same>, MaxPooling2D<3, 3, strides<2>>,
+                           Flatten<>, Dense<3>>;
+  Model model;
+  randomize(model, 41);
+  model.compile(optimizers::SGD(0.1), sparse_logits.loss);
+  const batch<Model> data(chunked_conv_case::rows, sparse_logits.targets, 42);
+  const std::size_t threads_before = kernels::num_threads();
+  kernels::set_num_threads(1);
+  const Gradients one = data.gradients(model);
+  for (std::size_t threads : {2, 3}) {
+    CAPTURE(threads);
+    kernels::set_num_threads(threads);
+    const Gradients many = data.gradients(model);
+    CHECK(many.loss == one.loss);
+    CHECK(bytes_of(many) == bytes_of(one));
+  }
+  kernels::set_num_threads(threads_before);
 }
 
 TEST_CASE_TEMPLATE("compute_gradients changes nothing, and gives what train_on_batch applies", P, policies::float64,

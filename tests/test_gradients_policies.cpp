@@ -13,4 +13,5 @@ TEST_CASE_TEMPLATE("lower precision: gradients within the unit-roundoff bound of
   std::uint64_t seed = 900;
   for_each_layer_case([&]<class Case>(const loss_case& lc) { check_policy<Case, P>(lc, seed += 10); });
   for_each_loss([&]<class Case>(const loss_case& lc) { check_policy<Case, P>(lc, seed += 10); });
+  check_policy<chunked_conv_case, P>(sparse_logits, 1900);
 }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <mixprec/core/detail/x86_intrinsics.hpp>  // before Eigen
@@ -24,6 +25,7 @@
 #include <mixprec/kernels/elementwise.hpp>
 #include <mixprec/kernels/gemm.hpp>
 #include <mixprec/kernels/reduce.hpp>
+#include <mixprec/kernels/thread_pool.hpp>
 #include <mixprec/layers/activations.hpp>
 
 namespace mixprec::detail {
@@ -52,6 +54,14 @@ std::span<const S> widened(std::span<T> values) {
     kernels::convert<C, S>(values, out);
     return out;
   }
+}
+/// Calls task(i) once for every i in [0, tasks) on the kernels' thread pool (the threads of
+/// kernels::set_num_threads), the calling thread included; a GEMM a task runs goes on that task's
+/// thread alone. Which thread runs a task varies: a task's result must not depend on it (its
+/// scratch_buffer is that thread's).
+template <class Task>
+void run_on_kernel_threads(std::size_t tasks, Task&& task) {
+  kernels::detail::gemm_thread_pool()->run(tasks, std::forward<Task>(task));
 }
 struct dense_accumulator;
 struct softmax_bias;

@@ -37,6 +37,67 @@ struct conv_geometry {
   std::size_t patch() const { return kernel_height * kernel_width * channels; }
 };
 
+/// How Conv2D and MaxPooling2D walk a batch: in chunks of consecutive samples, the kernels'
+/// threads taking one chunk (or one slice of chunks) at a time. A chunk holds about
+/// `chunk_elements` elements of per-sample work (Conv2D: im2col columns; MaxPooling2D: input),
+/// so that the per-thread scratch no longer grows with the batch and stays in cache; the chunk
+/// count is rounded up to a multiple of 4 (as the batch allows) so that 2 or 4 threads get even
+/// shares, and the samples are spread evenly over the chunks. Slices are at most `max_slices`
+/// runs of consecutive chunks (Conv2D's weight gradient keeps one partial sum per slice). All of
+/// it depends on the batch and the per-sample size only, never on the number of threads: results
+/// are the same on any thread count.
+struct batch_split {
+  static constexpr std::size_t chunk_elements = std::size_t{1} << 17, max_slices = 4;
+  std::size_t batch, chunks, slices;
+
+  batch_split(std::size_t batch_size, std::size_t elements_per_sample)
+      : batch(batch_size), chunks(chunk_count(batch_size, elements_per_sample)), slices(std::min(chunks, max_slices)) {}
+
+  /// Samples [first, end) of chunk `chunk` < chunks.
+  std::size_t first_sample(std::size_t chunk) const { return batch * chunk / chunks; }
+  std::size_t end_sample(std::size_t chunk) const { return batch * (chunk + 1) / chunks; }
+  /// Chunks [first, end) of slice `slice` < slices.
+  std::size_t first_chunk(std::size_t slice) const { return chunks * slice / slices; }
+  std::size_t end_chunk(std::size_t slice) const { return chunks * (slice + 1) / slices; }
+
+ private:
+  static std::size_t chunk_count(std::size_t batch_size, std::size_t elements_per_sample) {
+    if (batch_size == 0) return 1;  // one empty chunk: the call still runs (and writes its empty outputs)
+    const std::size_t per_chunk = std::max<std::size_t>(1, chunk_elements / std::max<std::size_t>(1, elements_per_sample));
+    const std::size_t needed = batch_size / per_chunk + (batch_size % per_chunk != 0);
+    return std::min(batch_size, (needed + 3) / 4 * 4);
+  }
+};
+
+/// Samples [first, first + geometry.batch) of a call over NHWC tensors: their geometry and their
+/// parts of the batch's input and output tensors (an empty span, a tensor not kept, stays empty).
+struct batch_chunk {
+  conv_geometry geometry;
+  std::size_t first_input, inputs_size, first_output, outputs_size;
+
+  batch_chunk(const conv_geometry& batch, std::size_t output_channels, const batch_split& split, std::size_t chunk)
+      : geometry(batch) {
+    const std::size_t first = split.first_sample(chunk), count = split.end_sample(chunk) - first;
+    const std::size_t input_sample = batch.height * batch.width * batch.channels;
+    const std::size_t output_sample = batch.out_height() * batch.out_width() * output_channels;
+    geometry.batch = count;
+    first_input = first * input_sample;
+    inputs_size = count * input_sample;
+    first_output = first * output_sample;
+    outputs_size = count * output_sample;
+  }
+  /// The output pixels of the chunk (rows of its im2col columns).
+  std::size_t pixels() const { return geometry.batch * geometry.out_height() * geometry.out_width(); }
+  template <class T>
+  std::span<T> inputs(std::span<T> batch) const {
+    return batch.empty() ? batch : batch.subspan(first_input, inputs_size);
+  }
+  template <class T>
+  std::span<T> outputs(std::span<T> batch) const {
+    return batch.empty() ? batch : batch.subspan(first_output, outputs_size);
+  }
+};
+
 /// The part of one output pixel's window that lies inside the input: window rows
 /// [first_ky, first_ky + rows) and columns [first_kx, first_kx + columns); its first input pixel
 /// is first_input_pixel, and each next row starts `width` pixels on (a window row is contiguous

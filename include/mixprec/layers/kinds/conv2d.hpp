@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -98,39 +99,86 @@ struct conv2d {
     return specs;
   }
 
+  /// Chunk after chunk of samples (detail::batch_split), on the kernels' threads: im2col into a
+  /// per-thread buffer the size of one chunk's columns, then Dense's product into y.
   template <class C, class V>
   static void forward(const detail::forward_args<conv2d, C, V>& a) {
     const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    const std::size_t rows = g.batch * g.out_height() * g.out_width();
-    const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(rows * g.patch());
-    detail::im2col<C>(a.x, g, columns);
+    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * g.patch());
     std::span<C> pre_activation;
     if (a.saved && dense::keeps_pre_activation(a.settings.activation)) {
       a.saved->pre_activation.resize(a.y.size());
       pre_activation = a.saved->pre_activation;
     }
-    detail::dense_forward<C>(columns, rows, g.patch(), a.weights[0].read, dense::bias(a.settings.use_bias, a.weights),
-                             a.settings.filters, a.settings.activation, a.y, pre_activation);
+    const std::span<const C> bias = dense::bias(a.settings.use_bias, a.weights);
+    detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
+      const detail::batch_chunk part(g, a.settings.filters, split, chunk);
+      const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(part.pixels() * g.patch());
+      detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
+      detail::dense_forward<C>(columns, part.pixels(), g.patch(), a.weights[0].read, bias, a.settings.filters,
+                               a.settings.activation, part.outputs(a.y), part.outputs(pre_activation));
+    });
   }
 
-  /// The columns are rebuilt from x rather than kept from the forward pass: they are kh kw times
-  /// the input's size.
+  /// Chunk after chunk as in forward; the columns are rebuilt from x rather than kept from the
+  /// forward pass (they are kh kw times the input's size). Each sample's input gradient is its
+  /// own (windows never cross samples), so it is the same whatever the chunks. The weight
+  /// gradients are sums over the whole batch, in this order: each slice of chunks
+  /// (detail::batch_split) sums its chunks' products into a float32 (float64) partial, chunk
+  /// after chunk (the first GEMM writes it, each next one adds to it: the GEMM's own order within
+  /// a chunk); the partials are then added in slice order and rounded once to the variable dtype.
+  /// The chunks and slices depend on the batch and the layer's shapes only, so the gradients
+  /// are the same bits on any number of threads.
   template <class C, class V>
   static void backward(const detail::backward_args<conv2d, C, V>& a) {
-    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    const std::size_t rows = g.batch * g.out_height() * g.out_width(), patch = g.patch();
-    const std::span<const C> dz =
-        dense::activation_input_gradient(a.settings.activation, a.saved, a.y, a.dy, a.settings.filters);
-    const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(rows * patch);
-    detail::im2col<C>(a.x, g, columns);
-    detail::dense_backward<C, V>(columns, rows, patch, a.weights[0].read, a.settings.filters, dz, a.weight_gradients[0],
-                                 a.settings.use_bias ? a.weight_gradients[1] : std::span<V>(), std::span<C>());
-    if (a.dx.empty()) return;
     using A = detail::accumulator_t<C>;
-    const std::span<A> sums = detail::scratch_buffer<A, input_gradient_buffer>(a.dx.size());
-    detail::col2im<A>(detail::input_gradient_products<C>(dz, rows, patch, a.weights[0].read, a.settings.filters), g,
-                      sums);
-    detail::store_gradient<C, A>(sums, a.dx);
+    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
+    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * g.patch());
+    const std::size_t units = a.settings.filters, patch = g.patch();
+    const std::span<V> kernel_gradient = a.weight_gradients[0];
+    const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
+    // Per slice: the kernel gradient's partial, then the bias gradient's.
+    const std::size_t partial_size = patch * units + units;
+    const std::span<A> partials = detail::scratch_buffer<A, weight_gradient_partials>(split.slices * partial_size);
+    detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
+      const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
+      const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);
+      for (std::size_t chunk = split.first_chunk(slice); chunk < split.end_chunk(slice); ++chunk) {
+        const detail::batch_chunk part(g, a.settings.filters, split, chunk);
+        const bool first = chunk == split.first_chunk(slice);
+        const std::span<const C> dz = dense::activation_input_gradient<C>(
+            a.settings.activation, part.outputs(std::span<const C>(a.saved.pre_activation)), part.outputs(a.y),
+            part.outputs(a.dy), units);
+        if (!bias_gradient.empty()) kernels::column_sum(dz, bias_partial, units, !first);
+        if (!kernel_gradient.empty()) {
+          const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(part.pixels() * patch);
+          detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
+          add_kernel_product<C>(columns, part.pixels(), patch, dz, units, !first, kernel_partial);
+        }
+        if (a.dx.empty()) continue;
+        // Summed over the windows in the accumulator dtype (in place in dx when that is C), then
+        // rounded once.
+        const std::span<C> dx = part.inputs(a.dx);
+        const std::span<A> sums = [&] {
+          if constexpr (std::is_same_v<A, C>) return dx;
+          else return detail::scratch_buffer<A, input_gradient_buffer>(dx.size());
+        }();
+        detail::col2im<A>(detail::input_gradient_products<C>(dz, part.pixels(), patch, a.weights[0].read, units),
+                          part.geometry, sums);
+        detail::store_gradient<C, A>(sums, dx);
+      }
+    });
+    // The slices' partials of one gradient (at `offset` in each slice's part), added in slice order.
+    const auto store_sum = [&](std::size_t offset, std::span<V> gradient) {
+      if (gradient.empty()) return;
+      const std::span<A> total = partials.subspan(offset, gradient.size());
+      for (std::size_t slice = 1; slice < split.slices; ++slice)
+        kernels::add_rows<A>(partials.subspan(slice * partial_size + offset, gradient.size()), gradient.size(), total,
+                             gradient.size(), 1, gradient.size());
+      detail::store_gradient<V, A>(total, gradient);
+    };
+    store_sum(0, kernel_gradient);
+    store_sum(patch * units, bias_gradient);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -158,6 +206,22 @@ struct conv2d {
  private:
   struct columns_buffer;
   struct input_gradient_buffer;
+  struct weight_gradient_partials;
+
+  /// kernel_partial (+)= columns^T dz: written by the first chunk of a slice, added to by the next.
+  template <class C>
+  static void add_kernel_product(std::span<const C> columns, std::size_t rows, std::size_t patch,
+                                 std::span<const C> dz, std::size_t units, bool accumulate,
+                                 std::span<detail::accumulator_t<C>> kernel_partial) {
+    if constexpr (std::is_same_v<C, double>) {
+      auto product = detail::matrix(kernel_partial, patch, units);
+      if (accumulate) product.noalias() += detail::matrix(columns, rows, patch).transpose() * detail::matrix(dz, rows, units);
+      else product.noalias() = detail::matrix(columns, rows, patch).transpose() * detail::matrix(dz, rows, units);
+    } else {
+      kernels::gemm(kernels::transpose::yes, kernels::transpose::no, patch, units, rows, 1.0f, columns.data(), patch,
+                    dz.data(), units, accumulate ? 1.0f : 0.0f, kernel_partial.data(), units);
+    }
+  }
 };
 
 }  // namespace mixprec::layer_kinds

@@ -126,7 +126,7 @@ struct dense {
   template <class C, class V>
   static void backward(const detail::backward_args<dense, C, V>& a) {
     const std::size_t in = a.shape.last(), units = a.settings.units;
-    const std::span<const C> dz = activation_input_gradient(a.settings.activation, a.saved, a.y, a.dy, units);
+    const std::span<const C> dz = activation_input_gradient<C>(a.settings.activation, a.saved.pre_activation, a.y, a.dy, units);
     const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
     if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
       if (a.settings.quantization == quantization_mode::int8) {
@@ -221,10 +221,10 @@ struct dense {
   }
   /// dz = dy act'(z), written over dy (the backward pass owns it: kind.hpp's backward_args).
   template <class C>
-  static std::span<const C> activation_input_gradient(kernels::activation kind, const saved<C>& saved,
+  static std::span<const C> activation_input_gradient(kernels::activation kind, std::span<const C> pre_activation,
                                                       std::span<const C> y, std::span<C> dy, std::size_t units) {
     if (kind == kernels::activation::linear) return dy;
-    const std::span<const C> at = keeps_pre_activation(kind) ? std::span<const C>(saved.pre_activation) : y;
+    const std::span<const C> at = keeps_pre_activation(kind) ? pre_activation : y;
     detail::activation_gradient<C>(kind, at, y, dy, dy, units);
     return dy;
   }

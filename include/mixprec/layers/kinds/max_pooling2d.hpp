@@ -38,22 +38,27 @@ struct max_pooling2d : detail::weightless_kind {
 
   template <class C, class V>
   static void forward(const detail::forward_args<max_pooling2d, C, V>& a) {
-    pool<C>(a.x, a.settings.window.geometry(a.shape), a.y);
+    for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+      pool<C>(part.inputs(a.x), part.geometry, part.outputs(a.y));
+    });
   }
 
   template <class C, class V>
   static void backward(const detail::backward_args<max_pooling2d, C, V>& a) {
     if (a.dx.empty()) return;
-    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
-      route<C>(a.x, a.y, a.dy, g, a.dx);
-    } else {
-      // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
-      const std::span<float> dx = detail::scratch_buffer<float, input_gradient>(a.dx.size());
-      route<float>(detail::widened<float, pool_input>(a.x), detail::widened<float, pool_output>(a.y),
-                   detail::widened<float, output_gradient>(a.dy), g, dx);
-      kernels::convert<float, C>(dx, a.dx);
-    }
+    for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+      const std::span<C> dx = part.inputs(a.dx);
+      if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
+        route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, dx);
+      } else {
+        // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
+        const std::span<float> sums = detail::scratch_buffer<float, input_gradient>(dx.size());
+        route<float>(detail::widened<float, pool_input>(part.inputs(a.x)),
+                     detail::widened<float, pool_output>(part.outputs(a.y)),
+                     detail::widened<float, output_gradient>(part.outputs(a.dy)), part.geometry, sums);
+        kernels::convert<float, C>(sums, dx);
+      }
+    });
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) { s.window.write_config("pool_size", config); }
@@ -82,6 +87,16 @@ struct max_pooling2d : detail::weightless_kind {
   }
 
  private:
+  /// visit(chunk) for chunks of samples (detail::batch_split by input size) on the kernels'
+  /// threads. Windows never cross samples, so every chunking gives the same bits.
+  template <class Visit>
+  static void for_each_chunk(const detail::conv_geometry& g, Visit&& visit) {
+    const detail::batch_split split(g.batch, g.height * g.width * g.channels);
+    detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
+      visit(detail::batch_chunk(g, g.channels, split, chunk));
+    });
+  }
+
   struct pool_input;
   struct pool_output;
   struct output_gradient;
