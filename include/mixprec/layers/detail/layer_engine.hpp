@@ -130,17 +130,26 @@ class kind_engine {
     return batch * sample_.output;
   }
   /// Throws std::invalid_argument naming the layer when what a call allocates for `batch` samples
-  /// (the input in the compute dtype, the output, the kind's workspace) is over the allocation cap.
+  /// (the input in the compute dtype, the output, the kind's workspace: the samples it holds at
+  /// once, a chunk's for a kind that walks the batch in chunks) is over the allocation cap.
   void check_batch(std::size_t batch) const {
     const std::size_t cap_elements = get_size_limits().max_allocation_bytes / activation_bytes_;
-    for (const auto& [per_sample, what] : {std::pair{sample_.input, "the input"}, std::pair{sample_.output, "the output"},
-                                           std::pair{sample_.scratch, "the workspace"}}) {
+    std::size_t scratch_samples = batch;
+    if constexpr (requires { Kind::scratch_samples(batch, sample_.scratch); })
+      scratch_samples = Kind::scratch_samples(batch, sample_.scratch);
+    struct allocation {
+      std::size_t samples, per_sample;
+      const char* what;
+    };
+    for (const auto& [samples, per_sample, what] :
+         {allocation{batch, sample_.input, "the input"}, allocation{batch, sample_.output, "the output"},
+          allocation{scratch_samples, sample_.scratch, "the workspace"}}) {
       std::size_t elements = 0;
-      if (!__builtin_mul_overflow(batch, per_sample, &elements) && elements <= cap_elements) continue;
+      if (!__builtin_mul_overflow(samples, per_sample, &elements) && elements <= cap_elements) continue;
       // Over the cap: the message is built only now (this runs on every call).
       const std::string where = "layer '" + quote_for_message(name_) + "' (" + std::string(Kind::keras_class) + "), a batch of " +
                                 std::to_string(batch) + ": " + what;
-      check_allocation(where, checked_multiply(batch, per_sample, where), activation_bytes_);
+      check_allocation(where, checked_multiply(samples, per_sample, where), activation_bytes_);
     }
   }
 

@@ -53,6 +53,8 @@ struct batch_split {
   batch_split(std::size_t batch_size, std::size_t elements_per_sample)
       : batch(batch_size), chunks(chunk_count(batch_size, elements_per_sample)), slices(std::min(chunks, max_slices)) {}
 
+  /// The samples of the largest chunk: what a thread's scratch holds at once.
+  std::size_t largest_chunk() const { return (batch + chunks - 1) / chunks; }
   /// Samples [first, end) of chunk `chunk` < chunks.
   std::size_t first_sample(std::size_t chunk) const { return batch * chunk / chunks; }
   std::size_t end_sample(std::size_t chunk) const { return batch * (chunk + 1) / chunks; }

@@ -90,6 +90,10 @@ struct conv2d {
     const std::size_t extents[] = {output[0], output[1], s.window.height, s.window.width, input[2]};
     return detail::checked_product(extents, "the im2col columns of one sample");
   }
+  /// How many samples' columns a call on `batch` samples holds at once: one chunk's.
+  static std::size_t scratch_samples(std::size_t batch, std::size_t scratch_per_sample) {
+    return detail::batch_split(batch, scratch_per_sample).largest_chunk();
+  }
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
     std::vector<detail::weight_spec> specs{{"kernel",
                                             {s.window.height, s.window.width, input[2], s.filters},
