@@ -1,4 +1,4 @@
-// Runs test code once per kernel target this CPU supports (AVX3, AVX2, SSE4, SSSE3, SCALAR ...).
+// Runs test code once per kernel target this CPU supports (AVX3, AVX2, SSE4, SCALAR ...).
 //
 //   for_each_target([&](const std::string& target) { ... CHECK(...); });
 //

@@ -6,7 +6,7 @@
 //
 // Row-major, as in CBLAS with CblasRowMajor. The result does not depend on the number of
 // threads, bit for bit; it does depend on the target: fused multiply-add on AVX2/AVX3, separate
-// multiply and add on SSE4/SSSE3/SCALAR; and on CPUs with AVX-512 BF16, bfloat16 x bfloat16
+// multiply and add on SSE4/SCALAR; and on CPUs with AVX-512 BF16, bfloat16 x bfloat16
 // products are summed in pairs by vdpbf16ps, which treats subnormal inputs and sums as zero.
 #pragma once
 

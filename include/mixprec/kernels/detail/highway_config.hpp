@@ -4,7 +4,9 @@
 // (SSE4.2, CLMUL, AES) would run it (Core 2, first-generation Core i7, Atom before Silvermont,
 // AMD Bobcat: CPUs of 2006-2011), and they run the SCALAR kernels instead, with the same bits.
 // It cost a fifth of every kernel's compile time (README, Compile time). Define
-// HWY_DISABLED_TARGETS yourself (0 for none) to compile it again.
+// HWY_DISABLED_TARGETS yourself (0 for none) to compile it again, the same in every translation
+// unit of the program and before any inclusion of <hwy/highway.h>: header-only mode compiles the
+// dispatch tables in each unit, and units that disagree on the targets break the one-definition rule.
 //
 // When the compiler's baseline already has every AVX3_DL feature (-march=sapphirerapids, or
 // -march=native on such a CPU), Highway makes AVX3_DL its static target but leaves it out of the

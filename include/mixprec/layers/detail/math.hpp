@@ -56,8 +56,9 @@ std::span<const S> widened(std::span<T> values) {
   }
 }
 /// Calls task(i) once for every i in [0, tasks) on the kernels' thread pool (the threads of
-/// kernels::set_num_threads), the calling thread included; a GEMM a task runs goes on that task's
-/// thread alone. Which thread runs a task varies: a task's result must not depend on it (its
+/// kernels::set_num_threads), the calling thread included. With two or more tasks, a GEMM a task
+/// runs goes on that task's thread alone (the pool is busy); a single task runs inline and its
+/// GEMM may use the whole pool. Which thread runs a task varies: a task's result must not depend on it (its
 /// scratch_buffer is that thread's).
 template <class Task>
 void run_on_kernel_threads(std::size_t tasks, Task&& task) {
