@@ -328,9 +328,9 @@ bool same_bits(const std::vector<TC>& x, const std::vector<TC>& y) {
   return true;
 }
 
-/// The same GEMM with 2, 3, 4 and 7 threads equals the single-threaded one bit for bit. The shapes
-/// are large enough (> 7 x 2 Mflop) to be split across all of them; the second has A transposed,
-/// the third B.
+/// The same GEMM with 2, 3, 4 and 7 threads, and from inside tasks of the pool, equals the
+/// single-threaded one bit for bit. The shapes are large enough (> 7 x 2 Mflop) to be split
+/// across all of them; the second has A transposed, the third B.
 template <class TA, class TB, class TC>
 void check_thread_invariance(const std::vector<shape>& shapes = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}}) {
   INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
@@ -346,6 +346,10 @@ void check_thread_invariance(const std::vector<shape>& shapes = {{150, 260, 270}
       kernels::set_num_threads(threads);
       CHECK(same_bits(problem.run(), single));
     }
+    // From inside tasks of the pool (as Conv2D's chunks call it): planned for one thread, inline.
+    std::vector<std::vector<TC>> nested(2);
+    kernels::detail::gemm_thread_pool()->run(nested.size(), [&](std::size_t task) { nested[task] = problem.run(); });
+    for (const auto& result : nested) CHECK(same_bits(result, single));
   }
 }
 
@@ -424,7 +428,7 @@ TEST_CASE("gemm split by depth blocks (small C, long k) gives the same bits for 
 TEST_CASE("gemm split by depth blocks is exact on small integers, beta == 0 over NaN included") {
   thread_count_scope restore;
   kernels::set_num_threads(2);
-  REQUIRE(kernels::detail::gemm_depth_split(9, 32, 8000, 6, 32, kernels::detail::highway_gemm_blocks.kc, 2));
+  REQUIRE(kernels::detail::gemm_depth_split(9, 32, 8000, 6, 32, kernels::detail::highway_gemm_blocks.kc, 16, 2));
   unsigned seed = 500;
   for_each_dtype_combination(
       [&]<class TA, class TB, class TC>() { check_exact<TA, TB, TC>({{9, 32, 8000}, {5, 10, 45000}}, seed++); });
@@ -640,18 +644,21 @@ TEST_CASE("the depth split is taken for a small C and a long k only") {
   using kernels::detail::gemm_depth_split;
   // conv1's weight gradient: one 12 x 32 tile of the native kernel (kc 1024), or a full and a
   // 3-row 6 x 32 tile of the Highway kernel, each thread packing all of B: split the depth.
-  CHECK(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 2));
-  CHECK(gemm_depth_split(9, 32, 43264, 6, 32, 256, 2));
-  CHECK(gemm_depth_split(9, 32, 43264, 6, 16, 256, 7));
+  CHECK(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 16, 2));
+  CHECK(gemm_depth_split(9, 32, 43264, 6, 32, 256, 16, 2));
+  CHECK(gemm_depth_split(9, 32, 43264, 6, 16, 256, 16, 7));
   // conv2's 288 x 64 halves evenly by rows: C is split.
-  CHECK_FALSE(gemm_depth_split(288, 64, 7744, 6, 32, 256, 2));
-  CHECK_FALSE(gemm_depth_split(1024, 1024, 256, 6, 32, 256, 2));
-  CHECK_FALSE(gemm_depth_split(256, 10, 1024, 12, 16, 256, 2));  // as cheap either way: C is split
-  CHECK_FALSE(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 1));  // one thread
-  CHECK_FALSE(gemm_depth_split(9, 32, 256, 6, 32, 256, 2));      // one depth block
-  CHECK_FALSE(gemm_depth_split(9, 32, 4000, 6, 32, 256, 2));     // < 2 x 2 Mflop: not worth a thread
+  CHECK_FALSE(gemm_depth_split(288, 64, 7744, 6, 32, 256, 16, 2));
+  CHECK_FALSE(gemm_depth_split(1024, 1024, 256, 6, 32, 256, 16, 2));
+  CHECK_FALSE(gemm_depth_split(256, 10, 1024, 12, 16, 256, 16, 2));  // as cheap either way: C is split
+  CHECK_FALSE(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 16, 1));  // one thread
+  CHECK_FALSE(gemm_depth_split(9, 32, 256, 6, 32, 256, 16, 2));      // one depth block
+  CHECK_FALSE(gemm_depth_split(9, 32, 4000, 6, 32, 256, 16, 2));     // < 2 x 2 Mflop: not worth a thread
   // The block sums (blocks x m x n floats) stay under 16 MiB: 200 x 200 x 400 blocks is 61 MiB.
-  CHECK_FALSE(gemm_depth_split(200, 200, 400 * 256, 6, 32, 256, 64));
+  CHECK_FALSE(gemm_depth_split(200, 200, 400 * 256, 6, 32, 256, 16, 64));
+  // Rows padded to whole vectors count: 6 x 1 x 65536 blocks is 1.5 MiB, 24 MiB padded to 16 lanes.
+  CHECK(gemm_depth_split(6, 1, 65536 * 256, 6, 16, 256, 1, 2));
+  CHECK_FALSE(gemm_depth_split(6, 1, 65536 * 256, 6, 16, 256, 16, 2));
 }
 
 TEST_CASE("thread pool: every task runs once, exceptions reach the caller, nested runs work") {
@@ -674,6 +681,14 @@ TEST_CASE("thread pool: every task runs once, exceptions reach the caller, neste
     std::atomic<int> inner{0};
     pool.run(4, [&](std::size_t) { pool.run(3, [&](std::size_t) { inner.fetch_add(1); }); });
     CHECK(inner.load() == 12);
+    // Inside a task, on any thread, a run() would go inline: 1 thread available.
+    CHECK(pool.available_threads() == size);
+    std::atomic<int> more_than_one{0};
+    pool.run(8, [&](std::size_t) {
+      if (pool.available_threads() != 1) more_than_one.fetch_add(1);
+    });
+    CHECK(more_than_one.load() == 0);
+    CHECK(pool.available_threads() == size);
   }
   CHECK(kernels::thread_pool(0).size() == std::max(1u, std::thread::hardware_concurrency()));
 }

@@ -65,6 +65,11 @@ class thread_pool {
   /// Threads that run tasks, the caller of run() included.
   std::size_t size() const { return workers_.size() + 1; }
 
+  /// Threads a run() called now would use: size(), or 1 while a run() is under way (a task of
+  /// this pool, or another thread's call, whose run() goes inline). For planning work (the GEMM
+  /// sizes its split by it); a hint only, since the pool may change state right after.
+  std::size_t available_threads() const { return busy_.load(std::memory_order_relaxed) ? 1 : size(); }
+
   /// Calls task(i) once for every i in [0, tasks) and returns when all calls have returned.
   /// If tasks throw, the first exception is rethrown here (the other tasks still run).
   template <class Task>

@@ -152,16 +152,23 @@ struct highway_packing {
   static std::size_t packed_depth(std::size_t depth) { return depth; }
   static kd::gemm_blocks blocks() { return kd::highway_gemm_blocks; }
 
-  // Inlined where it is called, so that the panel width is a constant there (the interleaving
-  // loop of pack_panels is 15% of a float forward GEMM's time when it is not: conv2's).
+  /// op(A) into panels of tile_rows rows. Inlined where it is called, so that the panel width is
+  /// a constant there (the interleaving loop of pack_panels is 15% of a float forward GEMM's time
+  /// when it is not: conv2's).
   template <class T>
-  HWY_INLINE static void pack(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-                              std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
-    // op(A) transposed (pack_narrow_panels packs any operand of this width right; only A's is this narrow).
-    if (depth_stride != 1 && width == tile_rows) {
+  HWY_INLINE static void pack_a(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                                std::size_t depth, float* dst, kd::gemm_workspace& workspace) {
+    if (depth_stride != 1) {  // op(A) transposed: a depth element's rows are contiguous
       float* staging = workspace.staging.get<float>(narrow_staging_floats + lanes);
       return pack_narrow_panels<tile_rows>(src, depth_stride, lanes, depth, dst, staging);
     }
+    pack_b(src, lane_stride, depth_stride, lanes, depth, tile_rows, dst, workspace);  // B's general packing
+  }
+
+  /// op(B) into panels of `width` (tile_columns()) columns.
+  template <class T>
+  HWY_INLINE static void pack_b(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                                std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
     float* staging = workspace.staging.get<float>(width * depth);
     pack_panels(src, lane_stride, depth_stride, lanes, depth, width, dst, staging);
   }
@@ -253,8 +260,12 @@ struct native_bf16_kernel {
   static std::size_t packed_depth(std::size_t depth) { return kd::native_bf16::pairs_of(depth); }
   static kd::gemm_blocks blocks() { return kd::native_bf16_gemm_blocks(); }
 
-  static void pack(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-                   std::size_t depth, std::size_t width, std::uint32_t* dst, kd::gemm_workspace&) {
+  static void pack_a(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, std::uint32_t* dst, kd::gemm_workspace&) {
+    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_rows, dst);
+  }
+  static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, std::size_t width, std::uint32_t* dst, kd::gemm_workspace&) {
     kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, width, dst);
   }
 
@@ -372,22 +383,20 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
         const std::size_t depth = std::min(kc, problem.k - pc);
         // op(B)(p, j) is B[p][j], or B[j][p] when transposed.
         if (problem.trans_b) {
-          Kernel::pack(problem.b + jc * problem.ldb + pc, problem.ldb, 1, block_columns, depth, tile_columns, packed_b,
-                       workspace);
+          Kernel::pack_b(problem.b + jc * problem.ldb + pc, problem.ldb, 1, block_columns, depth, tile_columns,
+                         packed_b, workspace);
         } else {
-          Kernel::pack(problem.b + pc * problem.ldb + jc, 1, problem.ldb, block_columns, depth, tile_columns, packed_b,
-                       workspace);
+          Kernel::pack_b(problem.b + pc * problem.ldb + jc, 1, problem.ldb, block_columns, depth, tile_columns,
+                         packed_b, workspace);
         }
         const kd::gemm_tile_update update{problem.alpha, accumulate_in_c ? problem.beta : 0.0f, pc != 0};
         for (std::size_t ic = chunk_begin; ic < chunk_end; ic += mc) {
           const std::size_t block_rows = std::min(mc, chunk_end - ic);
           // op(A)(i, p) is A[i][p], or A[p][i] when transposed.
           if (problem.trans_a) {
-            Kernel::pack(problem.a + pc * problem.lda + ic, 1, problem.lda, block_rows, depth, Kernel::tile_rows,
-                         packed_a, workspace);
+            Kernel::pack_a(problem.a + pc * problem.lda + ic, 1, problem.lda, block_rows, depth, packed_a, workspace);
           } else {
-            Kernel::pack(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, Kernel::tile_rows,
-                         packed_a, workspace);
+            Kernel::pack_a(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, packed_a, workspace);
           }
           multiply_packed<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, dst + (ic - chunk_begin) * ldd,
                                   ldd, update);
@@ -411,7 +420,7 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t m = problem.m, n = problem.n, kc = Kernel::blocks().kc;
   const std::size_t blocks = kd::ceil_div(problem.k, kc);
-  const std::size_t ld = kd::round_up(n, lanes);  // whole vectors per row, for the sum below
+  const std::size_t ld = kd::depth_split_row_floats(n, lanes);
   const std::size_t block_size = m * ld;
   float* block_sums = kd::thread_gemm_workspace().block_sums.get<float>(blocks * block_size);
   pool.run(blocks, [&](std::size_t block) {
@@ -438,16 +447,21 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
     float* total = block_sums + i * ld;
     TC* c_row = problem.c + i * problem.ldc;
     for (std::size_t j = 0; j < n; j += lanes) {
-      auto sum = hn::Mul(alpha, hn::Load(d, total + j));
+      // Only the n real columns are read (the blocks leave a row's padding unwritten): the last
+      // vector of a row through a zero-padded copy.
+      const std::size_t count = std::min(lanes, n - j);
+      const auto load = [&](const float* from) {
+        if (count == lanes) return hn::LoadU(d, from);
+        float part[kMaxLanes] = {};
+        std::memcpy(part, from, count * sizeof(float));
+        return hn::LoadU(d, part);
+      };
+      auto sum = hn::Mul(alpha, load(total + j));
       if constexpr (float_c) {
-        if (problem.beta != 0.0f) {
-          float c_part[kMaxLanes] = {};
-          std::memcpy(c_part, c_row + j, std::min(lanes, n - j) * sizeof(float));
-          sum = hn::MulAdd(beta, hn::LoadU(d, c_part), sum);
-        }
+        if (problem.beta != 0.0f) sum = hn::MulAdd(beta, load(c_row + j), sum);
       }
       for (std::size_t block = 1; block < blocks; ++block)
-        sum = hn::MulAdd(alpha, hn::Load(d, total + block * block_size + j), sum);
+        sum = hn::MulAdd(alpha, load(total + block * block_size + j), sum);
       hn::Store(sum, d, total + j);
     }
     if constexpr (float_c) {
@@ -461,11 +475,14 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
 template <class Kernel, class TA, class TB, class TC>
 void run_on_pool(const kd::gemm_problem<TA, TB, TC>& problem) {
   const std::shared_ptr<thread_pool> pool = kd::gemm_thread_pool();
+  // 1 inside a task of the pool (Conv2D's chunks): the split would run inline there, and the
+  // depth split would only add its buffer pass.
+  const std::size_t threads = pool->available_threads();
   if (kd::gemm_depth_split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(),
-                           Kernel::blocks().kc, pool->size())) {
+                           Kernel::blocks().kc, hn::Lanes(D()), threads)) {
     return run_depth_split<Kernel>(problem, *pool);
   }
-  const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(), pool->size());
+  const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(), threads);
   pool->run(split.tasks(), [&](std::size_t task) {
     multiply_rectangle<Kernel>(problem, split.rows(task), split.columns(task));
   });

@@ -154,6 +154,9 @@ class gemm_split {
   std::size_t columns_per_tile_ = 1;
 };
 
+/// A row of a depth split's block buffer: whole vectors of `lanes` floats, for the sum.
+inline std::size_t depth_split_row_floats(std::size_t n, std::size_t lanes) { return round_up(n, lanes); }
+
 /// Whether to compute a GEMM's depth blocks in parallel instead of splitting C: each block's sum
 /// (alpha 1, beta 0: exact, as the micro-kernel holds it) into its own m x n buffer, on whichever
 /// thread takes it, then the sums added up in block order as the documented order says (see
@@ -165,12 +168,13 @@ class gemm_split {
 /// split against ceil(blocks / threads) blocks of all of C plus the single-threaded sum of the
 /// buffers, which must be at least 20% cheaper (the buffers' traffic is not counted; the MLP's
 /// 256 x 10 x 1024 forward GEMM costs the same either way and keeps the C split). Never for one
-/// block, one thread, or buffers over 16 MiB.
+/// block, one thread, or buffers over 16 MiB (rows of depth_split_row_floats(n, lanes) floats).
 inline bool gemm_depth_split(std::size_t m, std::size_t n, std::size_t k, std::size_t tile_rows,
-                             std::size_t tile_columns, std::size_t kc, std::size_t threads) {
+                             std::size_t tile_columns, std::size_t kc, std::size_t lanes, std::size_t threads) {
   constexpr std::size_t max_buffer_bytes = std::size_t{16} << 20;
   const std::size_t blocks = ceil_div(k, kc);
-  if (blocks < 2 || threads < 2 || m * n > max_buffer_bytes / sizeof(float) / blocks) return false;
+  if (blocks < 2 || threads < 2 || m * depth_split_row_floats(n, lanes) > max_buffer_bytes / sizeof(float) / blocks)
+    return false;
   const gemm_split c_split(m, n, k, tile_rows, tile_columns, threads);
   const double rows = static_cast<double>(c_split.rows(0).size());
   const double columns = static_cast<double>(c_split.columns(0).size());
