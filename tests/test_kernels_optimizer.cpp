@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <mixprec/kernels/gemm.hpp>
 #include <mixprec/kernels/optimizer.hpp>
 #include <mixprec/kernels/reduce.hpp>
 
@@ -334,6 +335,37 @@ TEST_CASE("float32 arithmetic in Keras' order, bit for bit; 16-bit variables rou
   check_against_the_float_reference<float>();
   check_against_the_float_reference<bfloat16>();
   check_against_the_float_reference<float16>();
+}
+
+/// Variables large enough to be updated in blocks on the kernels' threads, on 1, 2 and 3
+/// threads, against the reference bit for bit.
+template <class V>
+void check_blocked_updates() {
+  const std::size_t n = (std::size_t{1} << 17) + 3 * 32768 + 5;  // 7 blocks, the last one short
+  const auto initial = random_state<V>(n, 3, 77, true);
+  for (std::size_t threads : {1, 2, 3}) {
+    k::set_num_threads(threads);
+    INFO("threads: ", threads);
+    for (const auto& step : {sgd_cases.front(), sgd_cases.back()}) {
+      auto got = initial, want = initial;
+      run_sgd(got, step);
+      run_sgd_reference(want, step);
+      REQUIRE(got.all_bits() == want.all_bits());
+    }
+    for (const auto& c : adam_cases) {
+      auto got = initial, want = initial;
+      run_adam(got, c);
+      run_adam_reference(want, c);
+      REQUIRE(got.all_bits() == want.all_bits());
+    }
+  }
+  k::set_num_threads(1);
+}
+
+TEST_CASE("large variables are updated in blocks on the kernels' threads, with the same bits") {
+  check_blocked_updates<float>();
+  check_blocked_updates<bfloat16>();
+  check_blocked_updates<float16>();
 }
 
 TEST_CASE("float32 results lie within a few ulp of a double reference") {

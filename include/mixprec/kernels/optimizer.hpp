@@ -40,6 +40,7 @@
 // naming the value.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +57,8 @@
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/ranges.hpp>
+#include <mixprec/kernels/thread_pool.hpp>
+#include <mixprec/kernels/detail/gemm_entry_points.hpp>
 #include <mixprec/kernels/detail/optimizer_entry_points.hpp>
 
 namespace mixprec::kernels {
@@ -72,6 +75,20 @@ inline void check_size_matches(std::size_t size, std::size_t variable_size, cons
   if (size != variable_size)
     throw std::invalid_argument(std::string(what) + ": " + name + " has " + std::to_string(size) +
                                 " elements but w has " + std::to_string(variable_size) + "; they must match.");
+}
+
+/// Runs update(first, count) over the elements [0, n) in blocks on the kernels' thread pool (a
+/// small n on the calling thread). Every block starts at a multiple of any vector length, so
+/// each element goes through the same operations wherever the blocks fall: the updates are the
+/// same bits on any number of threads.
+template <class Update>
+void for_each_block(std::size_t n, Update&& update) {
+  constexpr std::size_t block = std::size_t{1} << 15, parallel_from = std::size_t{1} << 17;
+  if (n < parallel_from) return update(std::size_t{0}, n);
+  gemm_thread_pool()->run((n + block - 1) / block, [&](std::size_t index) {
+    const std::size_t first = index * block;
+    update(first, std::min(block, n - first));
+  });
 }
 
 struct named_bytes {
@@ -164,12 +181,16 @@ void sgd_update(std::span<V> w, std::span<const V> g, std::span<V> velocity, con
   detail::check_apart("sgd_update", {{std::as_bytes(w), "w"}, {std::as_bytes(g), "g"}, {std::as_bytes(velocity), "velocity"}});
   if (n == 0) return;
   V* const slot = velocity.empty() ? nullptr : velocity.data();
-  if constexpr (std::is_same_v<V, float>) {
-    detail::sgd_update_f32(w.data(), g.data(), slot, n, step);
-  } else if constexpr (std::is_same_v<V, bfloat16>) {
-    detail::sgd_update_bf16(w.data(), g.data(), slot, n, step);
-  } else if constexpr (std::is_same_v<V, float16>) {
-    detail::sgd_update_f16(w.data(), g.data(), slot, n, step);
+  if constexpr (!std::is_same_v<V, double>) {
+    detail::for_each_block(n, [&](std::size_t first, std::size_t count) {
+      V* const velocity_block = slot == nullptr ? nullptr : slot + first;
+      if constexpr (std::is_same_v<V, float>)
+        detail::sgd_update_f32(w.data() + first, g.data() + first, velocity_block, count, step);
+      else if constexpr (std::is_same_v<V, bfloat16>)
+        detail::sgd_update_bf16(w.data() + first, g.data() + first, velocity_block, count, step);
+      else
+        detail::sgd_update_f16(w.data() + first, g.data() + first, velocity_block, count, step);
+    });
   } else {
     const double lr = step.learning_rate, wd = step.weight_decay, momentum = step.momentum;
     for (std::size_t i = 0; i < n; ++i) {
@@ -220,13 +241,18 @@ void adam_update(std::span<V> w, std::span<const V> g, std::span<V> m, std::span
     }
   } else {
     const detail::adam_scalars scalars = detail::float32_adam_scalars(step);
-    if constexpr (std::is_same_v<V, float>) {
-      detail::adam_update_f32(w.data(), g.data(), m.data(), v.data(), amsgrad, n, scalars);
-    } else if constexpr (std::is_same_v<V, bfloat16>) {
-      detail::adam_update_bf16(w.data(), g.data(), m.data(), v.data(), amsgrad, n, scalars);
-    } else {
-      detail::adam_update_f16(w.data(), g.data(), m.data(), v.data(), amsgrad, n, scalars);
-    }
+    detail::for_each_block(n, [&](std::size_t first, std::size_t count) {
+      V* const v_hat_block = amsgrad == nullptr ? nullptr : amsgrad + first;
+      if constexpr (std::is_same_v<V, float>)
+        detail::adam_update_f32(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
+                                count, scalars);
+      else if constexpr (std::is_same_v<V, bfloat16>)
+        detail::adam_update_bf16(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
+                                 count, scalars);
+      else
+        detail::adam_update_f16(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
+                                count, scalars);
+    });
   }
 }
 

@@ -451,7 +451,7 @@ void run_on_pool(const kd::gemm_int8_problem& problem) {
   // but small GEMMs run their tiles far below the kernel's peak (a 256 x 10 C fills a third of
   // each 32-column tile), and splitting 256 x 1024 x 10 across two threads halves its time.
   const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows,
-                             Kernel::tile_columns(), pool->size());
+                             Kernel::tile_columns(), pool->available_threads());
   pool->run(split.tasks(), [&](std::size_t task) {
     multiply_rectangle<Kernel>(problem, split.rows(task), split.columns(task));
   });
