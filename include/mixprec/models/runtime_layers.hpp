@@ -282,9 +282,10 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
       const std::vector<std::span<const V>> float_weights = this->float_values();
       auto [specs, values] = engine_.quantized_weights(m, float_weights);
       std::vector<typename base::any_variable> quantized = this->quantized_variables(specs, values);
-      engine_.adopt_quantization(m);
+      DTypePolicy quantized_policy = detail::quantized_policy(m, this->dtype_policy().name());
+      engine_.adopt_quantization(m);  // the last step that can throw; nothing changed before it
       this->replace_variables(std::move(quantized));
-      this->set_dtype_policy(detail::quantized_policy(m, this->dtype_policy().name()));
+      this->set_dtype_policy(std::move(quantized_policy));
     }
   }
 

@@ -86,9 +86,13 @@ class kind_engine {
     if constexpr (requires { settings_.quantization; }) return settings_.quantization;
     else return quantization_mode::none;
   }
+  /// Strong guarantee: the settings change only once the new weight list exists.
   void adopt_quantization(quantization_mode mode) {
-    settings_.quantization = mode;
-    specs_ = Kind::weights(settings_, input_);
+    settings_type quantized = settings_;
+    quantized.quantization = mode;
+    std::vector<weight_spec> specs = Kind::weights(quantized, input_);
+    settings_ = std::move(quantized);
+    specs_ = std::move(specs);
   }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
