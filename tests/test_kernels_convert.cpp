@@ -126,6 +126,24 @@ TEST_CASE("float -> bfloat16: a subnormal in any lane among normal values rounds
   });
 }
 
+TEST_CASE("float -> bfloat16: lengths and alignments around the native kernel's prefetching loop") {
+  // A source over 32 KiB (8192 floats) is prefetched 512 elements ahead, up to 512 before its end,
+  // after a peel to the destination's 64-byte alignment: lengths on both sides of those edges,
+  // every destination alignment of 16-bit elements.
+  const auto x = float_inputs(9000);
+  for_each_target([&](const std::string&) {
+    for (const std::size_t n : {8191, 8192, 8193, 8224, 8704, 8705, 8736, 8737, 8999}) {
+      for (std::size_t offset = 0; offset < 32; ++offset) {
+        std::vector<bfloat16> y(offset + n + 1, bfloat16::from_bits(0x1234));
+        kernels::convert<float, bfloat16>(std::span(x).last(n), std::span(y).subspan(offset, n));
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(y[offset + i].to_bits() == bfloat16(x[x.size() - n + i]).to_bits());
+        REQUIRE(y[offset + n].to_bits() == 0x1234);  // nothing written past the end
+        if (offset != 0) REQUIRE(y[offset - 1].to_bits() == 0x1234);  // nor before the start
+      }
+    }
+  });
+}
+
 TEST_CASE("every 16-bit and 8-bit pattern widens exactly on every target") {
   const auto bf = all_patterns<bfloat16>();
   const auto h = all_patterns<float16>();

@@ -790,6 +790,13 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
     check_exact<bfloat16, bfloat16, float>({{13, 33, 7}, {145, 40, 257}, {20, 1025, 30}, {30, 50, kc + 1}}, 402,
                                            false);
     check_exact<bfloat16, bfloat16, bfloat16>({{13, 33, 7}, {577, 9, 20}}, 403, false);
+    // A first depth block whose packed B (kc / 2 pairs x 704 columns, 1.4 MiB at kc 1024) is more
+    // than half of L2 is packed by the first row block's multiplication, 8 panels at a time (two
+    // groups, then a ragged one ending in a ragged panel), and reused by the second row block.
+    const shape large_b{150, 700, kc + 20};
+    MESSAGE("packed B of ", kc / 2 * 704 * 4, " bytes, half of L2 ", kernels::detail::l2_cache_size() / 2);
+    check_exact<bfloat16, bfloat16, float>({large_b}, 404, false);
+    check_thread_invariance<bfloat16, bfloat16, float>({large_b});
     check_thread_invariance<bfloat16, bfloat16, float>();
     check_thread_invariance<bfloat16, bfloat16, bfloat16>();
     check_thread_invariance<bfloat16, bfloat16, float>({{100, 140, kc + 3}, {150, 100, kc + 5}});

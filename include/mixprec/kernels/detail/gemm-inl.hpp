@@ -151,6 +151,9 @@ struct highway_packing {
   static constexpr std::size_t tile_rows = TileRows;
   static std::size_t packed_depth(std::size_t depth) { return depth; }
   static kd::gemm_blocks blocks() { return kd::highway_gemm_blocks; }
+  /// B is packed whole before A's blocks (measured on Zen 5: packing it as multiply_packing_b does
+  /// is 1% slower for float).
+  static bool packs_b_before_use(std::size_t /*packed_b_bytes*/) { return false; }
 
   /// op(A) into panels of tile_rows rows. Inlined where it is called, so that the panel width is
   /// a constant there (the interleaving loop of pack_panels is 15% of a float forward GEMM's time
@@ -259,6 +262,11 @@ struct native_bf16_kernel {
   static std::size_t tile_columns() { return kd::native_bf16::tile_columns; }
   static std::size_t packed_depth(std::size_t depth) { return kd::native_bf16::pairs_of(depth); }
   static kd::gemm_blocks blocks() { return kd::native_bf16_gemm_blocks(); }
+  /// A packed B block larger than half of L2 is packed as multiply_packing_b goes (measured on Zen
+  /// 5, 1 MiB L2, one thread: 256 x 1024 x 1024, a 2 MiB block, +2-3%); a smaller one stays in L2
+  /// whole, and packing it before A's block keeps the latter in L2 (784 x 1024 x 256, 512 KiB:
+  /// 1-3% slower packed as it goes).
+  static bool packs_b_before_use(std::size_t packed_b_bytes) { return packed_b_bytes > kd::l2_cache_size() / 2; }
 
   static void pack_a(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::uint32_t* dst, kd::gemm_workspace&) {
@@ -325,6 +333,27 @@ void multiply_packed(const typename Kernel::packed_type* a, const typename Kerne
   }
 }
 
+/// Micro-panels of B that multiply_packing_b packs at once (8 x 32 columns of the native kernel:
+/// a row-major B is read 512 bytes of a row at a time).
+constexpr std::size_t b_packing_group = 8;
+
+/// multiply_packed, packing B's micro-panels here, b_packing_group at a time right before they are
+/// used (pack_b_columns(first column, columns, destination) packs into `b`'s layout), so that the
+/// kernel reads them from L2 rather than from the L3 to which packing a block larger than L2
+/// whole spills them. The later row blocks then reuse them.
+template <class Kernel, class PackB>
+void multiply_packing_b(const typename Kernel::packed_type* a, typename Kernel::packed_type* b, std::size_t rows,
+                        std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
+                        const kd::gemm_tile_update& update, const PackB& pack_b_columns) {
+  const std::size_t group_columns = b_packing_group * Kernel::tile_columns();
+  const std::size_t packed_depth = Kernel::packed_depth(depth);
+  for (std::size_t first = 0; first < columns; first += group_columns) {
+    const std::size_t count = std::min(group_columns, columns - first);
+    pack_b_columns(first, count, b + first * packed_depth);
+    multiply_packed<Kernel>(a, b + first * packed_depth, rows, count, depth, dst + first, ldd, update);
+  }
+}
+
 /// c = round(sums + beta * c) for a rows x columns block, rounding once to nearest even;
 /// beta == 0 does not read c.
 template <class TC>
@@ -381,14 +410,20 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
       }
       for (std::size_t pc = 0; pc < problem.k; pc += kc) {
         const std::size_t depth = std::min(kc, problem.k - pc);
-        // op(B)(p, j) is B[p][j], or B[j][p] when transposed.
-        if (problem.trans_b) {
-          Kernel::pack_b(problem.b + jc * problem.ldb + pc, problem.ldb, 1, block_columns, depth, tile_columns,
-                         packed_b, workspace);
-        } else {
-          Kernel::pack_b(problem.b + pc * problem.ldb + jc, 1, problem.ldb, block_columns, depth, tile_columns,
-                         packed_b, workspace);
-        }
+        // Columns [first, first + count) of the block; op(B)(p, j) is B[p][j], or B[j][p] when transposed.
+        const auto pack_b_columns = [&](std::size_t first, std::size_t count, packed_type* to) {
+          const std::size_t j = jc + first;
+          if (problem.trans_b) {
+            Kernel::pack_b(problem.b + j * problem.ldb + pc, problem.ldb, 1, count, depth, tile_columns, to, workspace);
+          } else {
+            Kernel::pack_b(problem.b + pc * problem.ldb + j, 1, problem.ldb, count, depth, tile_columns, to, workspace);
+          }
+        };
+        // B is packed whole before A's first block, or as the first block's multiplication goes.
+        const std::size_t packed_b_bytes =
+            Kernel::packed_depth(depth) * kd::round_up(block_columns, tile_columns) * sizeof(packed_type);
+        const bool pack_b_before_use = Kernel::packs_b_before_use(packed_b_bytes);
+        if (!pack_b_before_use) pack_b_columns(0, block_columns, packed_b);
         const kd::gemm_tile_update update{problem.alpha, accumulate_in_c ? problem.beta : 0.0f, pc != 0};
         for (std::size_t ic = chunk_begin; ic < chunk_end; ic += mc) {
           const std::size_t block_rows = std::min(mc, chunk_end - ic);
@@ -398,8 +433,13 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
           } else {
             Kernel::pack_a(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, packed_a, workspace);
           }
-          multiply_packed<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, dst + (ic - chunk_begin) * ldd,
-                                  ldd, update);
+          float* block_dst = dst + (ic - chunk_begin) * ldd;
+          if (pack_b_before_use && ic == chunk_begin) {
+            multiply_packing_b<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, block_dst, ldd, update,
+                                       pack_b_columns);
+          } else {
+            multiply_packed<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, block_dst, ldd, update);
+          }
         }
       }
       if constexpr (!accumulate_in_c) {

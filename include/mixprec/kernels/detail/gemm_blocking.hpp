@@ -55,6 +55,12 @@ inline std::size_t detect_l2_cache_size() {
   return reported >= low && reported <= high ? static_cast<std::size_t>(reported) : std::size_t{512} << 10;
 }
 
+/// This machine's detect_l2_cache_size(), computed once.
+inline std::size_t l2_cache_size() {
+  static const std::size_t bytes = detect_l2_cache_size();
+  return bytes;
+}
+
 /// The native bfloat16 kernel's blocks for a core with `l2_bytes` of L2. Its micro-kernel streams its
 /// B micro-panel and A panel at 176 bytes per 24 vdpbf16ps, which L2 feeds at full speed on every
 /// AVX-512 BF16 core (measured on Zen 5: kc 256 -> 1024 is +4% at 1024^3, though a 1024-deep B
@@ -72,7 +78,7 @@ inline gemm_blocks native_bf16_gemm_blocks(std::size_t l2_bytes) {
 
 /// This machine's native bfloat16 blocks, computed once.
 inline const gemm_blocks& native_bf16_gemm_blocks() {
-  static const gemm_blocks blocks = native_bf16_gemm_blocks(detect_l2_cache_size());
+  static const gemm_blocks blocks = native_bf16_gemm_blocks(l2_cache_size());
   return blocks;
 }
 
