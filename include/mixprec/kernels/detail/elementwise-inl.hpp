@@ -249,8 +249,11 @@ HWY_INLINE VF tanh_derivative_f32(VF x) {
 /// max(x, 0) with relu(-0) = +0 (a ReLU output is never negative) and relu(NaN) = NaN.
 HWY_INLINE VF relu_f32(VF x) { return hn::IfThenZeroElse(hn::Le(x, hn::Zero(DF())), x); }
 
-/// Calls f with the function object of `a`, so that the kernels are compiled once per
-/// activation, with the switch outside their loops.
+/// relu's backward step: dy where x > 0, 0 elsewhere (relu'(0) = 0, and NaN x gives 0).
+HWY_INLINE VF relu_backward_f32(VF x, VF dy) { return hn::IfThenElseZero(hn::Gt(x, hn::Zero(DF())), dy); }
+
+/// Calls f with the function object of `a`, so that ActivateFloats is compiled once per
+/// activation, with the switch outside its loops.
 template <class F>
 HWY_INLINE void with_activation(activation a, F&& f) {
   switch (a) {
@@ -265,13 +268,75 @@ HWY_INLINE void with_activation(activation a, F&& f) {
   }
 }
 
-template <class T>
-void Activate(activation a, const T* x, T* y, std::size_t n) {
+/// y = a(x) over floats (y may be x). The one place each activation's loop is compiled, once
+/// per target: the kernels on other element types and the fused bias epilogue stage their
+/// values through float buffers (activate_staged) instead of compiling every activation into
+/// each of them. A value goes through the same float operations either way (float buffers hold
+/// it exactly), so the bits are those of a fused loop.
+template <class = void>
+HWY_NOINLINE void ActivateFloats(activation a, const float* x, float* y, std::size_t n) {
   with_activation(a, [&](auto act) {
-    for_each_block<kMaxFloatLanes>(x, y, n, hn::Lanes(DF()), [&](const T* in, T* out) {
-      store_as(canonical_nan(act(load_as_f32(in))), out);
+    for_each_block<kMaxFloatLanes>(x, y, n, hn::Lanes(DF()), [&](const float* in, float* out) {
+      store_as(canonical_nan(act(load_f32(in))), out);
     });
   });
+}
+
+/// The activations that cost a few instructions, which the kernels keep fused into their own
+/// loops (a staged pass would cost more than the activation): calls f with the function object
+/// and returns true, or returns false for the others.
+template <class F>
+HWY_INLINE bool with_cheap_activation(activation a, F&& f) {
+  if (a == activation::linear) f([](VF x) { return x; });
+  else if (a == activation::relu) f([](VF x) { return relu_f32(x); });
+  else return false;
+  return true;
+}
+
+/// The elements the kernels on 16-bit types stage through float buffers on the stack.
+constexpr std::size_t kActivationStage = 512;
+
+/// Applies `a` (not a cheap one) to n values and rounds them into y: stage(offset, count, buffer)
+/// returns the count float inputs at `offset`, written into `buffer` or already floats elsewhere.
+/// Float outputs take the results in place; other types through a buffer.
+template <class T, class Stage>
+HWY_INLINE void activate_staged(activation a, T* y, std::size_t n, Stage&& stage) {
+  [[maybe_unused]] HWY_ALIGN float buffer[kActivationStage];
+  for (std::size_t offset = 0; offset < n; offset += kActivationStage) {
+    const std::size_t count = HWY_MIN(kActivationStage, n - offset);
+    if constexpr (std::is_same_v<T, float>) {
+      ActivateFloats(a, stage(offset, count, y + offset), y + offset, count);
+    } else {
+      ActivateFloats(a, stage(offset, count, buffer), buffer, count);
+      for_each_block<kMaxFloatLanes>(static_cast<const float*>(buffer), y + offset, count, hn::Lanes(DF()),
+                                     [](const float* in, T* out) { store_as(load_f32(in), out); });
+    }
+  }
+}
+
+/// `count` values of T widened into the float buffer `to`; returns it.
+template <class T>
+HWY_INLINE const float* widened(const T* from, std::size_t count, float* to) {
+  for_each_block<kMaxFloatLanes>(from, to, count, hn::Lanes(DF()),
+                                 [](const T* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
+  return to;
+}
+
+template <class T>
+void Activate(activation a, const T* x, T* y, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    ActivateFloats(a, x, y, n);
+  } else {
+    const bool cheap = with_cheap_activation(a, [&](auto act) {
+      for_each_block<kMaxFloatLanes>(x, y, n, hn::Lanes(DF()), [&](const T* in, T* out) {
+        store_as(canonical_nan(act(load_as_f32(in))), out);
+      });
+    });
+    if (!cheap)
+      activate_staged(a, y, n, [&](std::size_t offset, std::size_t count, float* buffer) {
+        return widened(x + offset, count, buffer);
+      });
+  }
 }
 
 /// Calls f with the function object (x, dy) -> dx of `a`'s backward step: dx = dy a'(x), but
@@ -281,7 +346,7 @@ template <class F>
 HWY_INLINE void with_activation_backward(activation a, F&& f) {
   switch (a) {
     case activation::linear: return f([](VF, VF dy) { return dy; });
-    case activation::relu: return f([](VF x, VF dy) { return hn::IfThenElseZero(hn::Gt(x, hn::Zero(DF())), dy); });
+    case activation::relu: return f([](VF x, VF dy) { return relu_backward_f32(x, dy); });
     case activation::gelu: return f([](VF x, VF dy) { return hn::Mul(dy, gelu_derivative_f32(x)); });
     case activation::gelu_approximate:
       return f([](VF x, VF dy) { return hn::Mul(dy, gelu_approximate_derivative_f32(x)); });
@@ -292,13 +357,41 @@ HWY_INLINE void with_activation_backward(activation a, F&& f) {
   }
 }
 
-template <class T>
-void ActivationBackward(activation a, const T* x, const T* dy, T* dx, std::size_t n) {
+/// dx = a's backward step over floats (dx may be x or dy): each activation's loop compiled once
+/// per target, as ActivateFloats.
+template <class = void>
+HWY_NOINLINE void ActivationBackwardFloats(activation a, const float* x, const float* dy, float* dx, std::size_t n) {
   with_activation_backward(a, [&](auto step) {
-    for_each_step<kMaxFloatLanes>(n, hn::Lanes(DF()), [&](const T* in, const T* gradient, T* out) {
-      store_as(canonical_nan(step(load_as_f32(in), load_as_f32(gradient))), out);
+    for_each_step<kMaxFloatLanes>(n, hn::Lanes(DF()), [&](const float* in, const float* gradient, float* out) {
+      store_as(canonical_nan(step(load_f32(in), load_f32(gradient))), out);
     }, x, dy, dx);
   });
+}
+
+template <class T>
+void ActivationBackward(activation a, const T* x, const T* dy, T* dx, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    ActivationBackwardFloats(a, x, dy, dx, n);
+  } else if (a == activation::linear || a == activation::relu) {
+    // Cheap: fused (linear's dx is dy, rounded as every result is).
+    const auto step = [&](auto backward) {
+      for_each_step<kMaxFloatLanes>(n, hn::Lanes(DF()), [&](const T* in, const T* gradient, T* out) {
+        store_as(canonical_nan(backward(load_as_f32(in), load_as_f32(gradient))), out);
+      }, x, dy, dx);
+    };
+    if (a == activation::relu) step([](VF in, VF gradient) { return relu_backward_f32(in, gradient); });
+    else step([](VF, VF gradient) { return gradient; });
+  } else {
+    HWY_ALIGN float inputs[kActivationStage];
+    HWY_ALIGN float gradients[kActivationStage];
+    for (std::size_t offset = 0; offset < n; offset += kActivationStage) {
+      const std::size_t count = HWY_MIN(kActivationStage, n - offset);
+      ActivationBackwardFloats(a, widened(x + offset, count, inputs), widened(dy + offset, count, gradients), gradients,
+                               count);
+      for_each_block<kMaxFloatLanes>(static_cast<const float*>(gradients), dx + offset, count, hn::Lanes(DF()),
+                                     [](const float* in, T* out) { store_as(load_f32(in), out); });
+    }
+  }
 }
 
 template <class = void>
@@ -377,7 +470,7 @@ void SoftmaxRowsBackward(const T* y, const T* dy, T* dx, std::size_t n, std::siz
 template <class T>
 void BiasActivation(const float* acc, const T* bias, activation a, T* y, std::size_t n, std::size_t cols) {
   const std::size_t lanes = hn::Lanes(DF());
-  with_activation(a, [&](auto act) {
+  const bool cheap = with_cheap_activation(a, [&](auto act) {
     if (bias == nullptr) {
       for_each_block<kMaxFloatLanes>(acc, y, n, lanes, [&](const float* in, T* out) {
         store_as(canonical_nan(act(load_f32(in))), out);
@@ -390,6 +483,19 @@ void BiasActivation(const float* acc, const T* bias, activation a, T* y, std::si
       }, acc + start, bias, y + start);
     }
   });
+  if (cheap) return;
+  if (bias == nullptr) {
+    activate_staged(a, y, n, [&](std::size_t offset, std::size_t, float*) { return acc + offset; });
+    return;
+  }
+  for (std::size_t start = 0; start < n; start += cols) {
+    activate_staged(a, y + start, cols, [&](std::size_t offset, std::size_t count, float* buffer) {
+      for_each_step<kMaxFloatLanes>(count, lanes, [](const float* in, const T* b, float* out) {
+        hn::StoreU(hn::Add(load_f32(in), load_as_f32(b)), DF(), out);
+      }, acc + start + offset, bias + offset, buffer);
+      return static_cast<const float*>(buffer);
+    });
+  }
 }
 
 template <class = void>
