@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/policy.hpp>
+#include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/layers/detail/layer_engine.hpp>
 #include <mixprec/layers/kind.hpp>
@@ -57,12 +59,56 @@ using any_span = std::variant<std::span<const float16>, std::span<const bfloat16
 /// overwrite.
 using any_gradient = std::variant<std::span<float16>, std::span<bfloat16>, std::span<float>, std::span<double>>;
 
+/// Values a training step passes to a layer computing in C, in C: themselves, or converted into
+/// `buffer` by the convert kernel (the bits of a typed cast). Compiled once per C, so that no
+/// layer class compiles a step's passes once per incoming dtype.
+template <class C>
+std::span<const C> in_compute_dtype(any_span values, value_buffer<C>& buffer) {
+  return std::visit(
+      [&]<class D>(std::span<const D> given) -> std::span<const C> {
+        if constexpr (std::is_same_v<D, C>) {
+          return given;
+        } else {
+          buffer.resize(given.size());
+          kernels::convert<D, C>(given, std::span<C>(buffer));
+          return buffer;
+        }
+      },
+      values);
+}
+/// The same for a gradient, which the pass that receives it may overwrite.
+template <class C>
+std::span<C> in_compute_dtype(any_gradient values, value_buffer<C>& buffer) {
+  return std::visit(
+      [&]<class D>(std::span<D> given) -> std::span<C> {
+        if constexpr (std::is_same_v<D, C>) {
+          return given;
+        } else {
+          buffer.resize(given.size());
+          kernels::convert<D, C>(std::span<const D>(given), std::span<C>(buffer));
+          return buffer;
+        }
+      },
+      values);
+}
+
+/// x's values in C: viewed, or converted into `buffer`. Out of line: compiled once per C, not
+/// into each layer class's call.
+template <class C>
+[[gnu::noinline]] std::span<const C> values_in(const AnyTensor& x, value_buffer<C>& buffer) {
+  if (x.holds<C>()) return x.values<C>();
+  buffer = x.values_as<C>();
+  return buffer;
+}
+
 }  // namespace detail
 
 class RuntimeLayer {
  public:
-  RuntimeLayer(std::string name, DTypePolicy policy) : name_(std::move(name)), policy_(std::move(policy)) {}
-  virtual ~RuntimeLayer() = default;
+  // Out of line (noinline): compiled once, not into each of the runtime model's layer classes.
+  [[gnu::noinline]] RuntimeLayer(std::string name, DTypePolicy policy)
+      : name_(std::move(name)), policy_(std::move(policy)) {}
+  [[gnu::noinline]] virtual ~RuntimeLayer() = default;
   RuntimeLayer(const RuntimeLayer&) = delete;
   RuntimeLayer& operator=(const RuntimeLayer&) = delete;
 
@@ -135,6 +181,8 @@ template <class C, class V>
 class runtime_layer_variables : public RuntimeLayer {
  public:
   using RuntimeLayer::RuntimeLayer;
+  /// Out of line: compiled once per dtype pair, not into each kind's destructors.
+  [[gnu::noinline]] ~runtime_layer_variables() override = default;
 
   std::vector<weight_handle> weights(const std::string& prefix) override {
     std::vector<weight_handle> handles;
@@ -209,7 +257,10 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
   using base = detail::runtime_layer_variables<C, V>;
 
  public:
-  runtime_layer_of(std::string name, DTypePolicy policy, typename Kind::settings settings, bool trainable)
+  /// Out of line: compiled once per layer class, not into the factory once per policy that
+  /// selects the class (make_runtime_layer.hpp).
+  [[gnu::noinline]] runtime_layer_of(std::string name, DTypePolicy policy, typename Kind::settings settings,
+                                     bool trainable)
       : base(std::move(name), std::move(policy)), engine_(std::move(settings)) {
     engine_.set_trainable(trainable);
   }
@@ -229,13 +280,7 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
     const std::size_t batch = x.batch();
     const std::size_t output_size = engine_.output_size(batch);  // checks the batch's sizes first
     value_buffer<C> converted;
-    std::span<const C> input;
-    if (x.holds<C>()) {
-      input = x.values<C>();
-    } else {
-      converted = x.values_as<C>();
-      input = converted;
-    }
+    const std::span<const C> input = detail::values_in(x, converted);
     value_buffer<C> y(output_size);
     std::vector<detail::weight_update<V>> updates;
     engine_.call({batch, engine_.input_shape()}, input, this->refs(), y, training, updates);
@@ -254,13 +299,15 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
 
   detail::any_span forward_for_training(std::size_t batch, detail::any_span x) override {
     const auto weights = this->refs();
-    return std::visit([&](auto values) { return detail::any_span(engine_.forward_for_training(batch, values, weights)); }, x);
+    engine_.check_batch(batch);  // before converting the input, as the engine's cast would be
+    return engine_.forward_for_training(batch, detail::in_compute_dtype(x, converted_input_), weights);
   }
   detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale) override {
     const auto weights = this->refs();
-    return std::visit(
-        [&](auto values) { return detail::any_gradient(engine_.backward(values, weights, want_input_gradient, loss_scale)); },
-        dy);
+    const std::span<C> dx =
+        engine_.backward(detail::in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+    value_buffer<C>().swap(converted_gradient_);  // freed now, as the engine frees its own
+    return dx;
   }
   void release_input_gradient() override { engine_.release_input_gradient(); }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {
@@ -300,6 +347,9 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
 
   detail::layer_engine<Kind, C, V> engine_;
   bool built_ = false;
+  /// A training step's input and output gradient converted to C, when they come in another
+  /// dtype; the input stays until the next step, since the engine's record views it.
+  value_buffer<C> converted_input_, converted_gradient_;
 };
 
 }  // namespace mixprec

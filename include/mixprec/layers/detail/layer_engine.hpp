@@ -180,12 +180,19 @@ class kind_engine {
   bool trains(std::size_t i) const { return trainable_ && specs_[i].trainable; }
 
  protected:
-  /// activation_bytes: what an activation element is counted at in the size checks.
-  kind_engine(settings_type settings, std::size_t activation_bytes)
+  /// activation_bytes: what an activation element is counted at in the size checks. The
+  /// constructor and the destructor are out of line (noinline): compiled once per kind, not into
+  /// each layer of the kind (the runtime model holds up to 16 per kind).
+  [[gnu::noinline]] kind_engine(settings_type settings, std::size_t activation_bytes)
       : settings_(std::move(settings)),
         state_(initial_state<Kind>(settings_)),
         pending_state_(state_),
         activation_bytes_(activation_bytes) {}
+  [[gnu::noinline]] ~kind_engine() = default;
+  kind_engine(const kind_engine&) = default;
+  kind_engine(kind_engine&&) = default;
+  kind_engine& operator=(const kind_engine&) = default;
+  kind_engine& operator=(kind_engine&&) = default;
 
   /// The kind's weights for `settings`, each checked against the allocation cap (counted at 8
   /// bytes an element: initial values are drawn in float64) and all against the parameter cap.

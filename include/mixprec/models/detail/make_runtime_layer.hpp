@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -42,6 +43,18 @@ concept runtime_layer_policy = FloatDTypePolicyType<P> && ComputeDType<typename 
 template <class P>
 concept runtime_quantized_policy = QuantizedDTypePolicyType<P> && runtime_layer_policy<typename P::source_policy>;
 
+/// The factory's errors, compiled once rather than for every (kind, policy) pair it visits.
+[[noreturn]] inline void throw_unquantizable(const layer_site& site, std::string_view policy, quantization_mode mode,
+                                            std::string_view keras_class) {
+  throw site.error("the dtype policy '" + std::string(policy) + "' is quantized (" +
+                   std::string(quantization_mode_name(mode)) + "), which " + std::string(keras_class) +
+                   " layers do not support; give it a float policy (int8 is supported by Dense).");
+}
+[[noreturn]] inline void throw_unsupported_policy(const layer_site& site, std::string_view policy) {
+  throw site.error("the dtype policy '" + std::string(policy) +
+                   "' is not supported: layers compute in float16, bfloat16, float32 or float64.");
+}
+
 template <class Kind>
 std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, const DTypePolicy& policy,
                                                  const layer_site& site) {
@@ -53,9 +66,7 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
   return policy.visit([&]<class P>(const P&) -> std::unique_ptr<RuntimeLayer> {
     constexpr quantization_mode mode = quantization_mode_of_v<P>;
     if constexpr (mode != quantization_mode::none && !kind_quantizes<Kind>(mode)) {
-      throw site.error("the dtype policy '" + std::string(P::name) + "' is quantized (" +
-                       std::string(quantization_mode_name(mode)) + "), which " + std::string(Kind::keras_class) +
-                       " layers do not support; give it a float policy (int8 is supported by Dense).");
+      throw_unquantizable(site, P::name, mode, Kind::keras_class);
     } else if constexpr (runtime_layer_policy<P> || runtime_quantized_policy<P>) {
       // Tested on Kind first: clang checks a branch that depends on P alone against every kind's
       // settings, and only the kinds with a quantized form have these members.
@@ -71,8 +82,7 @@ std::unique_ptr<RuntimeLayer> make_layer_of_kind(const nlohmann::json& config, c
       using V = std::conditional_t<kind_has_weights<Kind>, typename P::variable_dtype, C>;
       return std::make_unique<runtime_layer_of<Kind, C, V>>(site.name, policy, std::move(settings), trainable);
     } else {
-      throw site.error("the dtype policy '" + std::string(P::name) +
-                       "' is not supported: layers compute in float16, bfloat16, float32 or float64.");
+      throw_unsupported_policy(site, P::name);
     }
   });
 }
