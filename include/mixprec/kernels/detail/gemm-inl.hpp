@@ -560,7 +560,11 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
     if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
   }
 #endif
+#if HWY_TARGET <= HWY_AVX2
+  // Not compiled for SSE4 and SCALAR, where "narrow" means n <= 4 or 1 (rare, and the two-vector
+  // tile gives the same bits): it would cost every TU that calls a GEMM two more kernels.
   if (problem.n <= hn::Lanes(D())) return run_on_pool<highway_narrow_kernel>(problem);
+#endif
   run_on_pool<highway_kernel>(problem);
 }
 
