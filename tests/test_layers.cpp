@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <thread>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -12,6 +15,7 @@
 #include <boost/hana/define_struct.hpp>
 
 #include <mixprec/layers.hpp>
+#include <mixprec/layers/detail/scratch.hpp>
 
 using namespace mixprec;
 
@@ -315,6 +319,53 @@ TEST_CASE("constants in the compute dtype (seed 000's MyDense with a random term
   static_assert(std::is_same_v<decltype(y), const Tensor<float16, dynamic, 10>>);
   CHECK(y.batch() == 10);
   for (std::size_t i = 0; i < y.size(); ++i) CHECK(std::isfinite(static_cast<float>(y[i])));
+}
+
+TEST_CASE("scratch memory: a per-thread stack, given back when its scope ends, merged into one block") {
+  using detail::scratch_arena;
+  using detail::scratch_buffer;
+  using detail::scratch_scope;
+  // Run on a thread of its own: its arena starts empty whatever the other tests left.
+  std::thread([] {
+    CHECK_THROWS_WITH_AS(scratch_buffer<float>(4), doctest::Contains("outside a scratch_scope"), std::logic_error);
+    const scratch_arena& arena = scratch_arena::of_this_thread();
+    const auto address = [](auto span) { return reinterpret_cast<std::uintptr_t>(span.data()); };
+    std::uintptr_t first_inner = 0;
+    {
+      const scratch_scope outer;
+      const auto a = scratch_buffer<float>(100);  // 400 bytes, rounded up to 448
+      CHECK(a.size() == 100);
+      CHECK(address(a) % 64 == 0);
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+      {
+        const scratch_scope inner;
+        const auto b = scratch_buffer<double>(3);
+        CHECK(address(b) == address(a) + 448);
+        first_inner = address(b);
+        // Past the first block (64 KiB): a new one; a and b stay where they are.
+        const auto c = scratch_buffer<std::int8_t>(100000);  // 100032 bytes
+        CHECK(arena.capacity() == 65536 + 100032);
+        CHECK(address(c) % 64 == 0);
+        CHECK((address(c) + 100000 <= address(a) || address(c) >= address(b) + 64));
+        c[99999] = 1;
+      }
+      // The inner scope's memory is taken again from where it began.
+      const scratch_scope again;
+      CHECK(address(scratch_buffer<double>(3)) == first_inner);
+      for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == static_cast<float>(i));
+    }
+    // The two blocks became one, as large as the most in use at once.
+    CHECK(arena.capacity() == 448 + 64 + 100032);
+    {
+      const scratch_scope outer;
+      const auto a = scratch_buffer<float>(100);
+      const scratch_scope inner;
+      scratch_buffer<double>(3);
+      const auto c = scratch_buffer<std::int8_t>(100000);
+      CHECK(address(c) == address(a) + 448 + 64);  // the same calls now fit in one block
+    }
+    CHECK(arena.capacity() == 448 + 64 + 100032);
+  }).join();
 }
 
 TEST_CASE("layer settings are validated") {

@@ -20,12 +20,6 @@
 
 namespace mixprec::detail {
 
-struct quantized_input;
-struct quantized_input_scales;
-struct int8_accumulator;
-struct int8_kernel_scales;
-struct dequantized_kernel_buffer;
-
 /// The dtype a V kernel is quantized in: exactly (bfloat16 widens to float without rounding).
 template <class V>
 using int8_source_t = std::conditional_t<std::is_same_v<V, double>, double, float>;
@@ -33,7 +27,7 @@ using int8_source_t = std::conditional_t<std::is_same_v<V, double>, double, floa
 /// A kernel's scales, as float (the dtype quantize_rows gives them in).
 template <class V>
 std::span<const float> scales_as_float(std::span<const V> scales) {
-  return widened<float, int8_kernel_scales>(scales);
+  return widened<float>(scales);
 }
 
 /// y[rows x units] = act(dequantize(quantize_rows(x) kernel) + bias); kernel is [in x units] int8,
@@ -42,10 +36,11 @@ template <class C, class V>
 void int8_dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const std::int8_t> kernel,
                         std::span<const V> kernel_scale, std::span<const C> bias, std::size_t units,
                         kernels::activation kind, std::span<C> y, std::span<C> pre_activation) {
-  const std::span<std::int8_t> x_int8 = scratch_buffer<std::int8_t, quantized_input>(rows * in);
-  const std::span<float> x_scales = scratch_buffer<float, quantized_input_scales>(rows);
+  const scratch_scope scope;
+  const std::span<std::int8_t> x_int8 = scratch_buffer<std::int8_t>(rows * in);
+  const std::span<float> x_scales = scratch_buffer<float>(rows);
   kernels::quantize_rows<C>(x, rows, in, x_int8, x_scales);
-  const std::span<std::int32_t> acc = scratch_buffer<std::int32_t, int8_accumulator>(rows * units);
+  const std::span<std::int32_t> acc = scratch_buffer<std::int32_t>(rows * units);
   kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, x_int8.data(), in, kernel.data(),
                 units, acc.data(), units);
   kernels::dequantize_rows<C>(acc, rows, units, x_scales, scales_as_float<V>(kernel_scale), bias, y);
@@ -59,7 +54,7 @@ template <class C, class V>
 std::span<const C> dequantized_kernel(std::span<const std::int8_t> kernel, std::span<const V> kernel_scale,
                                       std::size_t units) {
   using A = accumulator_t<C>;
-  const std::span<C> out = scratch_buffer<C, dequantized_kernel_buffer>(kernel.size());
+  const std::span<C> out = scratch_buffer<C>(kernel.size());
   for (std::size_t i = 0; i < kernel.size(); ++i)
     out[i] = cast<C>(static_cast<A>(kernel[i]) / static_cast<A>(kernel_scale[i % units]));
   return out;

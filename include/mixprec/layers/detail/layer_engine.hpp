@@ -20,6 +20,7 @@
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/detail/scratch.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/kind.hpp>
 #include <mixprec/layers/quantization.hpp>
@@ -283,6 +284,7 @@ class layer_engine : public kind_engine<Kind> {
   void call(call_shape shape, std::span<const C> x, std::span<const ref> weights, std::span<C> y, bool training,
             std::vector<weight_update<V>>& updates) {
     this->check_batch(shape.batch);
+    const scratch_scope scope;
     Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->state_, shape, x, weights, y, training,
                                                           this->trainable_, nullptr, updates});
   }
@@ -347,6 +349,7 @@ class layer_engine : public kind_engine<Kind> {
     output_.resize(this->output_size(batch));
     this->pending_state_ = this->state_;
     updates_.clear();
+    const scratch_scope scope;
     Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->pending_state_, {batch, this->input_},
                                                           input_values_, weights, output_, true, this->trainable_,
                                                           &saved_, updates_});
@@ -363,6 +366,7 @@ class layer_engine : public kind_engine<Kind> {
         gradients[i] = gradients_[i];
       }
     input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
+    const scratch_scope scope;
     Kind::template backward<C, V>(backward_args<Kind, C, V>{this->settings_, {batch_, this->input_}, saved_, input_values_,
                                                             output_, weights, dy_c, input_gradient_, gradients,
                                                             this->trainable_, updates_});

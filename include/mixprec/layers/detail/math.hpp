@@ -1,6 +1,6 @@
 // Arithmetic several layer kinds share: activations and their gradients, the Dense product
 // (forward: GEMM + fused bias/activation epilogue; backward: the two transposed GEMMs and the bias
-// column sum) and per-thread scratch buffers.
+// column sum).
 //
 // float16 / bfloat16 / float32 compute: the kernels (GEMMs accumulate in float32; one rounding to
 // the compute dtype per stored value). float64: Eigen's double GEMM and double element-wise math.
@@ -27,30 +27,19 @@
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/kernels/thread_pool.hpp>
 #include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/detail/scratch.hpp>
 
 namespace mixprec::detail {
 
-/// A per-thread buffer of n elements for one purpose (a tag type), grown as needed and kept for
-/// the next call: layers' temporaries (GEMM accumulators, im2col columns) are then allocated
-/// once per thread instead of once per call. Its contents are whatever the last user left. The
-/// memory lives as long as the thread and is as large as the largest call it served (a 3x3
-/// Conv2D over a 256 x 26 x 26 x 32 float batch keeps 170 MB of im2col columns), the price of
-/// not allocating per call, as oneDNN's and PyTorch's scratchpads do.
-template <class T, class Purpose>
-std::span<T> scratch_buffer(std::size_t n) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return std::span(buffer).first(n);
-}
 /// `values` in S: the span itself when the dtypes agree, else converted (16-bit to float is
-/// exact) into the per-thread buffer of `Purpose`. (T: C or const C.)
-template <class S, class Purpose, class T>
+/// exact) into scratch memory of the caller's scratch_scope. (T: C or const C.)
+template <class S, class T>
 std::span<const S> widened(std::span<T> values) {
   using C = std::remove_const_t<T>;
   if constexpr (std::is_same_v<C, S>) {
     return values;
   } else {
-    const std::span<S> out = scratch_buffer<S, Purpose>(values.size());
+    const std::span<S> out = scratch_buffer<S>(values.size());
     kernels::convert<C, S>(values, out);
     return out;
   }
@@ -59,16 +48,14 @@ std::span<const S> widened(std::span<T> values) {
 /// kernels::set_num_threads), the calling thread included. With two or more tasks, a GEMM a task
 /// runs goes on that task's thread alone (the pool is busy); a single task runs inline and its
 /// GEMM may use the whole pool. Which thread runs a task varies: a task's result must not depend on it (its
-/// scratch_buffer is that thread's).
+/// scratch memory is that thread's, given back when the task ends).
 template <class Task>
 void run_on_kernel_threads(std::size_t tasks, Task&& task) {
-  kernels::detail::gemm_thread_pool()->run(tasks, std::forward<Task>(task));
+  kernels::detail::gemm_thread_pool()->run(tasks, [&](std::size_t i) {
+    const scratch_scope scope;
+    task(i);
+  });
 }
-struct dense_accumulator;
-struct softmax_bias;
-struct softmax_logits;
-struct gradient_accumulator;
-struct input_gradient_accumulator;
 
 /// The dtype a product of C values accumulates in: float32, or double for float64 layers.
 template <class C>
@@ -105,8 +92,8 @@ void dense_epilogue(std::span<const float> acc, std::span<const C> bias, kernels
     return;
   }
   // Softmax over the biased float32 accumulator, then one rounding to C.
-  const std::span<float> bias32 = scratch_buffer<float, softmax_bias>(bias.size());
-  const std::span<float> logits = scratch_buffer<float, softmax_logits>(acc.size());
+  const std::span<float> bias32 = scratch_buffer<float>(bias.size());
+  const std::span<float> logits = scratch_buffer<float>(acc.size());
   kernels::convert<C, float>(bias, bias32);
   kernels::bias_activation<float>(acc, bias32, kernels::activation::linear, logits, cols);
   if constexpr (std::is_same_v<C, float>) {
@@ -139,11 +126,11 @@ void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::
     activate<double>(kind, y, y, units);
   } else {
     // float32 accumulates straight into y (the epilogue then runs in place, after the
-    // pre-activation, if wanted, has been taken); 16-bit dtypes need a float32 accumulator,
-    // which is reused from call to call.
+    // pre-activation, if wanted, has been taken); 16-bit dtypes need a float32 accumulator.
+    const scratch_scope scope;
     const std::span<float> acc = [&] {
       if constexpr (std::is_same_v<C, float>) return y;
-      else return scratch_buffer<float, dense_accumulator>(rows * units);
+      else return scratch_buffer<float>(rows * units);
     }();
     kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
                   units, 0.0f, acc.data(), units);
@@ -175,11 +162,11 @@ void input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_
                   kernel.data(), units, 0.0f, products.data(), in);
   }
 }
-/// The same in a per-thread scratch buffer (Conv2D sums the products over windows first).
+/// The same in scratch memory of the caller's scope (Conv2D sums the products over windows first).
 template <ComputeDType C>
 std::span<const accumulator_t<C>> input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in,
                                                           std::span<const C> kernel, std::size_t units) {
-  const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>, input_gradient_accumulator>(rows * in);
+  const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>>(rows * in);
   input_gradient_products<C>(dz, rows, in, kernel, units, products);
   return products;
 }
@@ -192,16 +179,20 @@ void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std:
                     std::size_t units, std::span<const C> dz, std::span<V> kernel_gradient, std::span<V> bias_gradient,
                     std::span<C> dx) {
   using A = accumulator_t<C>;
+  // Each part's scratch (a V gradient's accumulator, the products of dx) is given back when the
+  // part ends.
   const auto in_accumulator = [](std::span<V> out, std::size_t n) {
     if constexpr (std::is_same_v<A, V>) return out;
-    else return scratch_buffer<A, gradient_accumulator>(n);
+    else return scratch_buffer<A>(n);
   };
   if (!bias_gradient.empty()) {
+    const scratch_scope scope;
     const std::span<A> sums = in_accumulator(bias_gradient, units);
     kernels::column_sum(dz, sums, units);
     store_gradient<V, A>(sums, bias_gradient);
   }
   if (!kernel_gradient.empty()) {
+    const scratch_scope scope;
     const std::span<A> products = in_accumulator(kernel_gradient, in * units);
     if constexpr (std::is_same_v<C, double>) {
       matrix(products, in, units).noalias() = matrix(x, rows, in).transpose() * matrix(dz, rows, units);
@@ -212,6 +203,7 @@ void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std:
     store_gradient<V, A>(products, kernel_gradient);
   }
   if (dx.empty()) return;
+  const scratch_scope scope;
   if constexpr (std::is_same_v<A, C>) input_gradient_products<C>(dz, rows, in, kernel, units, dx);  // straight into dx
   else store_gradient<C, A>(input_gradient_products<C>(dz, rows, in, kernel, units), dx);
 }

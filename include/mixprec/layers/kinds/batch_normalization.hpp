@@ -72,7 +72,7 @@ struct batch_normalization {
   static void forward(const detail::forward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = detail::widened<S, input_buffer>(a.x);
+    const std::span<const S> x = detail::widened<S>(a.x);
     std::vector<S> mean(channels), variance(channels);
     if (a.training && a.trainable) {
       if (x.empty()) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
@@ -104,7 +104,7 @@ struct batch_normalization {
     if constexpr (std::is_same_v<C, S>) {
       kernels::scale_shift_columns<S>(x, scale, shift, a.y);
     } else {
-      const std::span<S> y = detail::scratch_buffer<S, output_buffer>(a.y.size());
+      const std::span<S> y = detail::scratch_buffer<S>(a.y.size());
       kernels::scale_shift_columns<S>(x, scale, shift, y);
       kernels::convert<S, C>(y, a.y);
     }
@@ -123,8 +123,8 @@ struct batch_normalization {
   static void backward(const detail::backward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = detail::widened<S, input_buffer>(a.x);
-    const std::span<const S> dy = detail::widened<S, output_buffer>(a.dy);
+    const std::span<const S> x = detail::widened<S>(a.x);
+    const std::span<const S> dy = detail::widened<S>(a.dy);
     std::vector<S> mean(channels), inverse_deviation(channels);
     for (std::size_t c = 0; c < channels; ++c) {
       mean[c] = static_cast<S>(a.saved.mean[c]);
@@ -150,7 +150,7 @@ struct batch_normalization {
     }
     const std::span<S> dx = [&] {
       if constexpr (std::is_same_v<C, S>) return a.dx;
-      else return detail::scratch_buffer<S, input_gradient_buffer>(a.dx.size());
+      else return detail::scratch_buffer<S>(a.dx.size());
     }();
     if (a.training) {
       kernels::batch_norm_input_gradient<S>(x, dy, mean, inverse_deviation, factor, mean_dy, mean_dy_x_hat, dx);
@@ -209,10 +209,6 @@ struct batch_normalization {
     kernels::convert<V, S>(values, std::span(out));
     return out;
   }
-
-  struct input_buffer;
-  struct output_buffer;
-  struct input_gradient_buffer;
 };
 
 }  // namespace mixprec::layer_kinds

@@ -117,7 +117,7 @@ struct conv2d {
     const std::span<const C> bias = dense::bias(a.settings.use_bias, a.weights);
     detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
       const detail::batch_chunk part(g, a.settings.filters, split, chunk);
-      const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(part.pixels() * g.patch());
+      const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * g.patch());
       detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
       detail::dense_forward<C>(columns, part.pixels(), g.patch(), a.weights[0].read, bias, a.settings.filters,
                                a.settings.activation, part.outputs(a.y), part.outputs(pre_activation));
@@ -143,11 +143,12 @@ struct conv2d {
     const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
     // Per slice: the kernel gradient's partial, then the bias gradient's.
     const std::size_t partial_size = patch * units + units;
-    const std::span<A> partials = detail::scratch_buffer<A, weight_gradient_partials>(split.slices * partial_size);
+    const std::span<A> partials = detail::scratch_buffer<A>(split.slices * partial_size);
     detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
       const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
       const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);
       for (std::size_t chunk = split.first_chunk(slice); chunk < split.end_chunk(slice); ++chunk) {
+        const detail::scratch_scope chunk_scope;  // one chunk's columns and products at a time
         const detail::batch_chunk part(g, a.settings.filters, split, chunk);
         const bool first = chunk == split.first_chunk(slice);
         const std::span<const C> dz = dense::activation_input_gradient<C>(
@@ -155,7 +156,7 @@ struct conv2d {
             part.outputs(a.dy), units);
         if (!bias_gradient.empty()) kernels::column_sum(dz, bias_partial, units, !first);
         if (!kernel_gradient.empty()) {
-          const std::span<C> columns = detail::scratch_buffer<C, columns_buffer>(part.pixels() * patch);
+          const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * patch);
           detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
           add_kernel_product<C>(columns, part.pixels(), patch, dz, units, !first, kernel_partial);
         }
@@ -165,7 +166,7 @@ struct conv2d {
         const std::span<C> dx = part.inputs(a.dx);
         const std::span<A> sums = [&] {
           if constexpr (std::is_same_v<A, C>) return dx;
-          else return detail::scratch_buffer<A, input_gradient_buffer>(dx.size());
+          else return detail::scratch_buffer<A>(dx.size());
         }();
         detail::col2im<A>(detail::input_gradient_products<C>(dz, part.pixels(), patch, a.weights[0].read, units),
                           part.geometry, sums);
@@ -208,10 +209,6 @@ struct conv2d {
   }
 
  private:
-  struct columns_buffer;
-  struct input_gradient_buffer;
-  struct weight_gradient_partials;
-
   /// kernel_partial (+)= columns^T dz: written by the first chunk of a slice, added to by the next.
   template <class C>
   static void add_kernel_product(std::span<const C> columns, std::size_t rows, std::size_t patch,

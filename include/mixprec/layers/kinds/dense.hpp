@@ -141,7 +141,7 @@ struct dense {
         // The bias gradient is dz's; the product's gradients run on dz rounded to float8_e5m2,
         // straight through the rounding of the inputs and the kernel.
         const std::size_t first = float8_first_scale(a.settings);
-        const std::span<C> dz_float8 = detail::scratch_buffer<C, float8_output_gradient>(dz.size());
+        const std::span<C> dz_float8 = detail::scratch_buffer<C>(dz.size());
         const float amax = detail::quantize_dequantize_with<float8_e5m2>(dz, a.weights[first + 4].value, dz_float8);
         if (a.training)  // a frozen layer's scales stay (Keras: its variables are not trained)
           detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
@@ -178,13 +178,13 @@ struct dense {
   static void float8_forward(const detail::forward_args<dense, C, V>& a, std::span<C> pre_activation) {
     const std::size_t in = a.shape.last(), first = float8_first_scale(a.settings);
     const std::span<const C> kernel = a.weights[0].read;
-    const auto buffer = [&](value_buffer<C>* kept, std::size_t n, auto purpose) {
-      if (!kept) return detail::scratch_buffer<C, decltype(purpose)>(n);
+    const auto buffer = [&](value_buffer<C>* kept, std::size_t n) {
+      if (!kept) return detail::scratch_buffer<C>(n);
       kept->resize(n);
       return std::span<C>(*kept);
     };
-    const std::span<C> inputs = buffer(a.saved ? &a.saved->float8_inputs : nullptr, a.x.size(), float8_inputs_buffer{});
-    const std::span<C> weights = buffer(a.saved ? &a.saved->float8_kernel : nullptr, kernel.size(), float8_kernel_buffer{});
+    const std::span<C> inputs = buffer(a.saved ? &a.saved->float8_inputs : nullptr, a.x.size());
+    const std::span<C> weights = buffer(a.saved ? &a.saved->float8_kernel : nullptr, kernel.size());
     const float inputs_amax = detail::quantize_dequantize_with<float8_e4m3fn>(a.x, a.weights[first].value, inputs);
     const float kernel_amax = detail::quantize_dequantize_with<float8_e4m3fn>(kernel, a.weights[first + 2].value, weights);
     detail::dense_forward<C>(inputs, a.x.size() / in, in, weights, bias(a.settings.use_bias, a.weights), a.settings.units,
@@ -206,9 +206,6 @@ struct dense {
   }
   /// The position of inputs_scale among a float8 layer's weights.
   static std::size_t float8_first_scale(const settings& s) { return s.use_bias ? 2 : 1; }
-  struct float8_inputs_buffer {};
-  struct float8_kernel_buffer {};
-  struct float8_output_gradient {};
 
   // Shared with Conv2D, whose math is Dense's over im2col rows.
   static bool keeps_pre_activation(kernels::activation kind) {

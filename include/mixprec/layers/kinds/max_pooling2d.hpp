@@ -52,10 +52,10 @@ struct max_pooling2d : detail::weightless_kind {
         route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, dx);
       } else {
         // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
-        const std::span<float> sums = detail::scratch_buffer<float, input_gradient>(dx.size());
-        route<float>(detail::widened<float, pool_input>(part.inputs(a.x)),
-                     detail::widened<float, pool_output>(part.outputs(a.y)),
-                     detail::widened<float, output_gradient>(part.outputs(a.dy)), part.geometry, sums);
+        const std::span<float> sums = detail::scratch_buffer<float>(dx.size());
+        route<float>(detail::widened<float>(part.inputs(a.x)),
+                     detail::widened<float>(part.outputs(a.y)),
+                     detail::widened<float>(part.outputs(a.dy)), part.geometry, sums);
         kernels::convert<float, C>(sums, dx);
       }
     });
@@ -78,8 +78,9 @@ struct max_pooling2d : detail::weightless_kind {
     } else {
       // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
       // maximum's own value (a NaN comes back quiet, its sign kept); both conversions are vectorized.
-      const std::span<float> wide = detail::scratch_buffer<float, pool_input>(x.size());
-      const std::span<float> pooled = detail::scratch_buffer<float, pool_output>(y.size());
+      const detail::scratch_scope scope;
+      const std::span<float> wide = detail::scratch_buffer<float>(x.size());
+      const std::span<float> pooled = detail::scratch_buffer<float>(y.size());
       kernels::convert<C, float>(x, wide);
       pool<float>(wide, g, pooled);
       kernels::convert<float, C>(pooled, y);
@@ -96,11 +97,6 @@ struct max_pooling2d : detail::weightless_kind {
       visit(detail::batch_chunk(g, g.channels, split, chunk));
     });
   }
-
-  struct pool_input;
-  struct pool_output;
-  struct output_gradient;
-  struct input_gradient;
 
   /// dx = 0, then each output's gradient added to the first input of its window that holds the
   /// maximum (column_max_backward, one window at a time: overlapping windows sum in order).
