@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/gemm_blocking.hpp>
 #include <mixprec/kernels/detail/gemm_native_bf16.hpp>
 #include <mixprec/kernels/gemm.hpp>
@@ -524,6 +525,48 @@ TEST_CASE("a 16-bit C is rounded once, to nearest even, from the float sum") {
     kernels::gemm(transpose::no, transpose::no, 1, 1, 2, 1.0f, a16.data(), 3, b16.data(), 1, 0.0f, &c, 1);
     CHECK(static_cast<float>(c) == 1.0f);
   });
+}
+
+// A 16-bit C (beta 0) and a float32 C rounded afterwards are interchangeable: the same bits on
+// every path (micro-kernels, cache blocks, the native bfloat16 kernel, the depth split) and
+// thread count, so a caller may pick either for memory or speed.
+template <class T>
+void check_rounded_like_float_c(const std::vector<shape>& shapes) {
+  INFO("dtype ", dtype<T>());
+  thread_count_scope restore;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal;
+  for (const shape& sh : shapes) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool trans_a = (trans & 1) != 0, trans_b = (trans & 2) != 0;
+      INFO(describe(sh, trans_a, trans_b, {1.0f, 0.0f}));
+      operand<T> a(sh.m, sh.k, trans_a, 0);
+      operand<T> b(sh.k, sh.n, trans_b, 0);
+      a.fill([&] { return normal(rng); });
+      b.fill([&] { return normal(rng); });
+      for_each_target([&](const std::string&) {
+        for (std::size_t threads : {1, 2}) {
+          INFO(threads, " threads");
+          kernels::set_num_threads(threads);
+          output<float> wide(sh.m, sh.n, 0);
+          output<T> narrow(sh.m, sh.n, 0);
+          run_gemm(a, b, wide, {1.0f, 0.0f});
+          run_gemm(a, b, narrow, {1.0f, 0.0f});
+          std::vector<T> rounded(wide.storage.size());
+          kernels::convert(wide.storage, rounded);
+          CHECK(same_bits(narrow.storage, rounded));
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("a 16-bit C is the float32 C rounded: the same bits on random data, every path and thread count") {
+  // Past kc (1100 > 1024) and mc, one vector wide or less (the narrow kernel), a depth split.
+  const std::vector<shape> shapes{{150, 300, 1100}, {64, 128, 10}, {363, 288, 64}, {7, 13, 3000},
+                                  {9, 32, 8000},    {100, 5, 900}, {33, 70, 65}};
+  check_rounded_like_float_c<bfloat16>(shapes);
+  check_rounded_like_float_c<float16>(shapes);
 }
 
 TEST_CASE("bad leading dimensions throw, naming the value and its minimum, and leave C unchanged") {
