@@ -88,40 +88,19 @@ void convert(std::span<const From> from, std::span<To> to, overflow_mode overflo
   const bool saturate = overflow == overflow_mode::saturate;
   if constexpr (std::is_same_v<From, To>) {
     std::copy(from.begin(), from.end(), to.begin());
-  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, bfloat16>) {
-    if (saturate) {
-      for (std::size_t i = 0; i < n; ++i) to[i] = To(from[i], overflow);
-    } else {
-      k::convert_f32_to_bf16(from.data(), to.data(), n);
+  } else if constexpr (k::has_saturating_convert_kernel<From, To>) {
+    k::convert(from.data(), to.data(), n, saturate);
+  } else if constexpr (k::has_convert_kernel<From, To>) {
+    // These kernels overflow to inf: saturating to bfloat16 or float16 from a wider range (float16's
+    // fits in bfloat16's) runs the cast instead.
+    if constexpr (std::is_constructible_v<To, float, overflow_mode> &&
+                  !(std::is_same_v<From, float16> && std::is_same_v<To, bfloat16>)) {
+      if (saturate) {
+        for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<float>(from[i]), overflow);
+        return;
+      }
     }
-  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float16>) {
-    if (saturate) {
-      for (std::size_t i = 0; i < n; ++i) to[i] = To(from[i], overflow);
-    } else {
-      k::convert_f32_to_f16(from.data(), to.data(), n);
-    }
-  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float8_e4m3fn>) {
-    k::convert_f32_to_e4m3(from.data(), to.data(), n, saturate);
-  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, float8_e5m2>) {
-    k::convert_f32_to_e5m2(from.data(), to.data(), n, saturate);
-  } else if constexpr (std::is_same_v<From, bfloat16> && std::is_same_v<To, float>) {
-    k::convert_bf16_to_f32(from.data(), to.data(), n);
-  } else if constexpr (std::is_same_v<From, float16> && std::is_same_v<To, float>) {
-    k::convert_f16_to_f32(from.data(), to.data(), n);
-  } else if constexpr (std::is_same_v<From, float8_e4m3fn> && std::is_same_v<To, float>) {
-    k::convert_e4m3_to_f32(from.data(), to.data(), n);
-  } else if constexpr (std::is_same_v<From, float8_e5m2> && std::is_same_v<To, float>) {
-    k::convert_e5m2_to_f32(from.data(), to.data(), n);
-  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, float>) {
-    k::convert_f64_to_f32(from.data(), to.data(), n);
-  } else if constexpr (std::is_same_v<From, bfloat16> && std::is_same_v<To, float16>) {
-    if (saturate) {
-      for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<float>(from[i]), overflow);
-    } else {
-      k::convert_bf16_to_f16(from.data(), to.data(), n);
-    }
-  } else if constexpr (std::is_same_v<From, float16> && std::is_same_v<To, bfloat16>) {
-    k::convert_f16_to_bf16(from.data(), to.data(), n);  // float16's range fits: never overflows
+    k::convert(from.data(), to.data(), n);
   } else if constexpr (std::is_constructible_v<To, double, overflow_mode>) {
     for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<double>(cast<double>(from[i])), overflow);
   } else {

@@ -64,10 +64,6 @@ inline void check_int8_size(std::size_t size, std::size_t expected, const char* 
                                 " elements but must have " + shape + " = " + std::to_string(expected) + ".");
 }
 
-template <class T>
-inline constexpr bool is_quantize_dtype =
-    std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, double>;
-
 }  // namespace detail
 
 /// C = op(A) op(B) for int8 A and B, exactly, in int32: C is overwritten (not accumulated into).
@@ -115,7 +111,7 @@ inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_
 template <class T>
 void quantize_rows(std::span<const T> x, std::size_t rows, std::size_t cols, std::span<std::int8_t> q,
                    std::span<float> scales) {
-  static_assert(detail::is_quantize_dtype<T>,
+  static_assert(detail::has_int8_rows_kernel<T>,
                 "mixprec::kernels::quantize_rows takes float, bfloat16 or double rows; convert the others first");
   const std::size_t elements = detail::int8_elements(rows, cols, "quantize_rows");
   detail::check_int8_size(x.size(), elements, "quantize_rows", "x", "rows x cols");
@@ -126,13 +122,7 @@ void quantize_rows(std::span<const T> x, std::size_t rows, std::size_t cols, std
   mixprec::detail::check_disjoint(std::span<const std::int8_t>(q), std::span<const float>(scales), "quantize_rows",
                                   "q", "scales");
   if (rows == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::quantize_rows_f32(x.data(), rows, cols, q.data(), scales.data());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::quantize_rows_bf16(x.data(), rows, cols, q.data(), scales.data());
-  } else if constexpr (std::is_same_v<T, double>) {
-    detail::quantize_rows_f64(x.data(), rows, cols, q.data(), scales.data());
-  }
+  detail::quantize_rows(x.data(), rows, cols, q.data(), scales.data());
 }
 
 /// The int8 Dense epilogue: from the int32 products acc = q_x q_w^T (rows x cols, row-major),
@@ -149,8 +139,7 @@ template <class T>
 void dequantize_rows(std::span<const std::int32_t> acc, std::size_t rows, std::size_t cols,
                      std::span<const float> row_scales, std::span<const float> col_scales, std::span<const T> bias,
                      std::span<T> out) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, double>,
-                "mixprec::kernels::dequantize_rows writes float, bfloat16 or double");
+  static_assert(detail::has_int8_rows_kernel<T>, "mixprec::kernels::dequantize_rows writes float, bfloat16 or double");
   const std::size_t elements = detail::int8_elements(rows, cols, "dequantize_rows");
   detail::check_int8_size(acc.size(), elements, "dequantize_rows", "acc", "rows x cols");
   detail::check_int8_size(out.size(), elements, "dequantize_rows", "out", "rows x cols");
@@ -164,13 +153,7 @@ void dequantize_rows(std::span<const std::int32_t> acc, std::size_t rows, std::s
   mixprec::detail::check_disjoint(bias, written, "dequantize_rows", "bias", "out");
   if (elements == 0) return;
   const T* bias_data = bias.empty() ? nullptr : bias.data();
-  if constexpr (std::is_same_v<T, float>) {
-    detail::dequantize_rows_f32(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::dequantize_rows_bf16(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
-  } else if constexpr (std::is_same_v<T, double>) {
-    detail::dequantize_rows_f64(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
-  }
+  detail::dequantize_rows(acc.data(), rows, cols, row_scales.data(), col_scales.data(), bias_data, out.data());
 }
 
 /// Keras' float8 quantize_and_dequantize with a scale, in float32 (T float, bfloat16 or
@@ -190,7 +173,9 @@ float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
                 "mixprec::kernels::quantize_dequantize<F, T>: T is float, bfloat16, float16 or double");
   mixprec::detail::check_same_size(x.size(), y.size(), "quantize_dequantize");
   if (x.data() != y.data()) mixprec::detail::check_disjoint(x, std::span<const T>(y), "quantize_dequantize", "x", "y");
-  if constexpr (std::is_same_v<T, double>) {
+  if constexpr (detail::has_float8_rows_kernel<T>) {
+    return detail::quantize_dequantize<F>(x.data(), x.size(), scale, y.data());
+  } else {
     constexpr double limit = detail::float8_max_finite<F::format>();
     double amax = 0.0;
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -201,10 +186,6 @@ float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
                                 : cast<double>(cast<F>(std::clamp(scaled, -limit, limit))) * static_cast<double>(scale);
     }
     return static_cast<float>(amax);
-  } else if constexpr (std::is_same_v<F, float8_e4m3fn>) {
-    return detail::quantize_dequantize_e4m3(x.data(), x.size(), scale, y.data());
-  } else {
-    return detail::quantize_dequantize_e5m2(x.data(), x.size(), scale, y.data());
   }
 }
 

@@ -42,13 +42,8 @@ namespace mixprec::kernels {
 template <class T>
   requires FloatingDType<T>
 bool all_finite(std::span<const T> x) {
-  namespace k = detail;
-  if constexpr (std::is_same_v<T, float>) {
-    return k::all_finite_f32(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return k::all_finite_bf16(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    return k::all_finite_f16(x.data(), x.size());
+  if constexpr (detail::has_reduce_kernel<T>) {
+    return detail::all_finite(x.data(), x.size());
   } else {
     for (const T& value : x)
       if (!std::isfinite(static_cast<double>(value))) return false;
@@ -62,13 +57,8 @@ bool all_finite(std::span<const T> x) {
 template <class T>
   requires FloatingDType<T>
 float amax(std::span<const T> x) {
-  namespace k = detail;
-  if constexpr (std::is_same_v<T, float>) {
-    return k::amax_f32(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return k::amax_bf16(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    return k::amax_f16(x.data(), x.size());
+  if constexpr (detail::has_reduce_kernel<T>) {
+    return detail::amax(x.data(), x.size());
   } else {
     double largest = 0.0;
     for (const T& value : x) {
@@ -85,17 +75,12 @@ float amax(std::span<const T> x) {
 template <class T>
   requires FloatingDType<T>
 float sum(std::span<const T> x) {
-  namespace k = detail;
-  if constexpr (std::is_same_v<T, float>) {
-    return k::sum_f32(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return k::sum_bf16(x.data(), x.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    return k::sum_f16(x.data(), x.size());
+  if constexpr (detail::has_reduce_kernel<T>) {
+    return detail::sum(x.data(), x.size());
   } else if constexpr (std::is_same_v<T, double>) {
-    return static_cast<float>(k::ordered_sum<double>(x.size(), [&](std::size_t i) { return x[i]; }));
+    return static_cast<float>(detail::ordered_sum<double>(x.size(), [&](std::size_t i) { return x[i]; }));
   } else {
-    return k::ordered_sum<float>(x.size(), [&](std::size_t i) { return static_cast<float>(x[i]); });
+    return detail::ordered_sum<float>(x.size(), [&](std::size_t i) { return static_cast<float>(x[i]); });
   }
 }
 
@@ -108,18 +93,14 @@ float dot(std::span<const T> a, std::span<const T> b) {
     throw std::invalid_argument("dot: the first operand has " + std::to_string(a.size()) +
                                 " elements but the second has " + std::to_string(b.size()) +
                                 "; they must match.");
-  namespace k = detail;
   const std::size_t n = a.size();
-  if constexpr (std::is_same_v<T, float>) {
-    return k::dot_f32(a.data(), b.data(), n);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return k::dot_bf16(a.data(), b.data(), n);
-  } else if constexpr (std::is_same_v<T, float16>) {
-    return k::dot_f16(a.data(), b.data(), n);
+  if constexpr (detail::has_reduce_kernel<T>) {
+    return detail::dot(a.data(), b.data(), n);
   } else if constexpr (std::is_same_v<T, double>) {
-    return static_cast<float>(k::ordered_sum<double>(n, [&](std::size_t i) { return a[i] * b[i]; }));
+    return static_cast<float>(detail::ordered_sum<double>(n, [&](std::size_t i) { return a[i] * b[i]; }));
   } else {
-    return k::ordered_sum<float>(n, [&](std::size_t i) { return static_cast<float>(a[i]) * static_cast<float>(b[i]); });
+    return detail::ordered_sum<float>(
+        n, [&](std::size_t i) { return static_cast<float>(a[i]) * static_cast<float>(b[i]); });
   }
 }
 
@@ -130,13 +111,8 @@ float dot(std::span<const T> a, std::span<const T> b) {
 template <class T>
   requires FloatingDType<T>
 bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
-  namespace k = detail;
-  if constexpr (std::is_same_v<T, float>) {
-    return k::unscale_and_check_finite_f32(gradients.data(), gradients.size(), inv_scale);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return k::unscale_and_check_finite_bf16(gradients.data(), gradients.size(), inv_scale);
-  } else if constexpr (std::is_same_v<T, float16>) {
-    return k::unscale_and_check_finite_f16(gradients.data(), gradients.size(), inv_scale);
+  if constexpr (detail::has_reduce_kernel<T>) {
+    return detail::unscale_and_check_finite(gradients.data(), gradients.size(), inv_scale);
   } else {
     bool finite = true;
     for (T& g : gradients) {
@@ -235,17 +211,10 @@ void check_column_sum(std::span<const In> x, std::span<Out> sums, std::size_t co
 /// canonical quiet NaN. Throws std::invalid_argument if cols == 0, x.size() is not a multiple of
 /// cols, sums.size() != cols, or sums overlaps x.
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>
+  requires detail::has_reduce_kernel<T>
 void column_sum(std::span<const T> x, std::span<float> sums, std::size_t cols, bool accumulate = false) {
   detail::check_column_sum(x, sums, cols);
-  namespace k = detail;
-  if constexpr (std::is_same_v<T, float>) {
-    k::column_sum_f32(x.data(), x.size(), sums.data(), cols, accumulate);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    k::column_sum_bf16(x.data(), x.size(), sums.data(), cols, accumulate);
-  } else {
-    k::column_sum_f16(x.data(), x.size(), sums.data(), cols, accumulate);
-  }
+  detail::column_sum(x.data(), x.size(), sums.data(), cols, accumulate);
 }
 
 /// column_sum for a float64 layer: the same sums, in row order, in double.
@@ -302,8 +271,7 @@ void column_max_backward(const W& window, std::span<const detail::range_element_
 }
 template <detail::input_range R, detail::output_range S>
   requires(std::is_same_v<detail::range_element_t<S>, float> &&
-           (std::is_same_v<detail::range_element_t<R>, float> || std::is_same_v<detail::range_element_t<R>, bfloat16> ||
-            std::is_same_v<detail::range_element_t<R>, float16>)) ||
+           detail::has_reduce_kernel<detail::range_element_t<R>>) ||
           (std::is_same_v<detail::range_element_t<S>, double> && std::is_same_v<detail::range_element_t<R>, double>)
 void column_sum(const R& x, S&& sums, std::size_t cols, bool accumulate = false) {
   kernels::column_sum(detail::input_span(x), detail::output_span(std::forward<S>(sums)), cols, accumulate);

@@ -179,12 +179,13 @@ HWY_INLINE hn::Vec<DF> widen_f16c(const float16* p) {
 }
 #endif
 
-/// Lanes(DF()) elements of T (float, bfloat16 or float16), widened exactly to float.
+/// Lanes(DF()) elements of T (float, bfloat16, float16 or a float8), widened exactly to float.
 template <class T>
 HWY_INLINE hn::Vec<DF> load_as_f32(const T* p) {
   if constexpr (std::is_same_v<T, float>) return load_f32(p);
   else if constexpr (std::is_same_v<T, bfloat16>) return hn::BitCast(DF(), hn::ShiftLeft<16>(load_u16_bits(p)));
   else if constexpr (std::is_same_v<T, float16> && MIXPREC_KERNELS_CONVERT_F16C) return widen_f16c(p);
+  else if constexpr (sizeof(T) == 1) return decode<T::format>(load_u8_bits(p));
   else return decode<T::format>(load_u16_bits(p));
 }
 
@@ -203,70 +204,38 @@ inline bool native_bf16_conversion() {
 #endif
 }
 
-template <class = void>
-void ConvertF32ToBF16(const float* from, bfloat16* to, std::size_t n) {
-#if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
-  if (native_bf16_conversion()) return mixprec::kernels::detail::native_bf16::convert_from_f32(from, to, n);
+/// from -> to, rounded as cast<To>, for the pairs of has_convert_kernel (convert_entry_points.hpp):
+/// double -> float demotes double lanes; float -> bfloat16 runs the native kernel where it can
+/// (convert_native_bf16.hpp); every pair goes through float lanes otherwise.
+template <class From, class To>
+void Convert(const From* from, To* to, std::size_t n) {
+  if constexpr (std::is_same_v<From, double>) {
+#if HWY_TARGET == HWY_SCALAR
+    // Highway's scalar DemoteTo clamps to the float range instead of overflowing to inf.
+    for (std::size_t i = 0; i < n; ++i) to[i] = static_cast<float>(from[i]);
+#else
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> df;
+    for_each_block<HWY_MAX_BYTES / sizeof(double)>(from, to, n, hn::Lanes(dd), [&](const double* in, float* out) {
+      hn::StoreU(hn::DemoteTo(df, hn::LoadU(dd, in)), df, out);
+    });
 #endif
-  map(from, to, n, [](const float* in, bfloat16* out) { store_as(load_f32(in), out); });
-}
-template <class = void>
-void ConvertBF16ToF32(const bfloat16* from, float* to, std::size_t n) {
-  map(from, to, n, [](const bfloat16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
-}
-template <class = void>
-void ConvertF32ToF16(const float* from, float16* to, std::size_t n) {
-  map(from, to, n, [](const float* in, float16* out) { store_as(load_f32(in), out); });
-}
-template <class = void>
-void ConvertF16ToF32(const float16* from, float* to, std::size_t n) {
-  map(from, to, n, [](const float16* in, float* out) { hn::StoreU(load_as_f32(in), DF(), out); });
-}
-template <class = void>
-void ConvertBF16ToF16(const bfloat16* from, float16* to, std::size_t n) {
-  map(from, to, n, [](const bfloat16* in, float16* out) { store_as(load_as_f32(in), out); });
-}
-template <class = void>
-void ConvertF16ToBF16(const float16* from, bfloat16* to, std::size_t n) {
-  map(from, to, n, [](const float16* in, bfloat16* out) { store_as(load_as_f32(in), out); });
-}
-template <class = void>
-void ConvertF32ToE4M3(const float* from, float8_e4m3fn* to, std::size_t n, bool saturate) {
-  map(from, to, n, [saturate](const float* in, float8_e4m3fn* out) {
-    store_u8_bits(encode<mixprec::detail::e4m3fn_format>(load_f32(in), saturate), out);
-  });
-}
-template <class = void>
-void ConvertE4M3ToF32(const float8_e4m3fn* from, float* to, std::size_t n) {
-  map(from, to, n, [](const float8_e4m3fn* in, float* out) {
-    hn::StoreU(decode<mixprec::detail::e4m3fn_format>(load_u8_bits(in)), DF(), out);
-  });
-}
-template <class = void>
-void ConvertF32ToE5M2(const float* from, float8_e5m2* to, std::size_t n, bool saturate) {
-  map(from, to, n, [saturate](const float* in, float8_e5m2* out) {
-    store_u8_bits(encode<mixprec::detail::e5m2_format>(load_f32(in), saturate), out);
-  });
-}
-template <class = void>
-void ConvertE5M2ToF32(const float8_e5m2* from, float* to, std::size_t n) {
-  map(from, to, n, [](const float8_e5m2* in, float* out) {
-    hn::StoreU(decode<mixprec::detail::e5m2_format>(load_u8_bits(in)), DF(), out);
-  });
+  } else {
+#if MIXPREC_KERNELS_CONVERT_NATIVE_BF16
+    if constexpr (std::is_same_v<From, float> && std::is_same_v<To, bfloat16>)
+      if (native_bf16_conversion()) return mixprec::kernels::detail::native_bf16::convert_from_f32(from, to, n);
+#endif
+    map(from, to, n, [](const From* in, To* out) { store_as(load_as_f32(in), out); });
+  }
 }
 
-template <class = void>
-void ConvertF64ToF32(const double* from, float* to, std::size_t n) {
-#if HWY_TARGET == HWY_SCALAR
-  // Highway's scalar DemoteTo clamps to the float range instead of overflowing to inf.
-  for (std::size_t i = 0; i < n; ++i) to[i] = static_cast<float>(from[i]);
-#else
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;
-  for_each_block<HWY_MAX_BYTES / sizeof(double)>(from, to, n, hn::Lanes(dd), [&](const double* in, float* out) {
-    hn::StoreU(hn::DemoteTo(df, hn::LoadU(dd, in)), df, out);
+/// float -> To (float8_e4m3fn or float8_e5m2); overflow gives the largest finite value when
+/// `saturate`.
+template <class To>
+void ConvertToFloat8(const float* from, To* to, std::size_t n, bool saturate) {
+  map(from, to, n, [saturate](const float* in, To* out) {
+    store_u8_bits(encode<To::format>(load_f32(in), saturate), out);
   });
-#endif
 }
 
 template <class = void>

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include <hwy/highway.h>
+#include <mixprec/core/float8.hpp>
 #include <mixprec/kernels/detail/export.hpp>
 #include <mixprec/kernels/detail/gemm_native_int8.hpp>
 #include <mixprec/kernels/detail/int8_entry_points.hpp>
@@ -13,70 +14,46 @@ namespace mixprec::kernels {
 
 MIXPREC_KERNELS_EXPORT(GemmInt8);
 MIXPREC_KERNELS_EXPORT(GemmInt8Kernel);
-MIXPREC_KERNELS_EXPORT(QuantizeRowsF32);
-MIXPREC_KERNELS_EXPORT(QuantizeRowsBF16);
-MIXPREC_KERNELS_EXPORT(QuantizeRowsF64);
-MIXPREC_KERNELS_EXPORT(DequantizeRowsF32);
-MIXPREC_KERNELS_EXPORT(DequantizeRowsBF16);
-MIXPREC_KERNELS_EXPORT(DequantizeRowsF64);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE4M3F32);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE4M3BF16);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE4M3F16);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE5M2F32);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE5M2BF16);
-MIXPREC_KERNELS_EXPORT(QuantizeDequantizeE5M2F16);
+MIXPREC_KERNELS_EXPORT(QuantizeRows);
+MIXPREC_KERNELS_EXPORT(DequantizeRows);
+MIXPREC_KERNELS_EXPORT(QuantizeDequantize);
 
 namespace detail {
 
 MIXPREC_KERNEL_ENTRY_DEFINITION void gemm_int8(const gemm_int8_problem& problem) { MIXPREC_KERNELS_DISPATCH(GemmInt8)(problem); }
 
-MIXPREC_KERNEL_ENTRY_DEFINITION void quantize_rows_f32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                          float* scales) {
-  MIXPREC_KERNELS_DISPATCH(QuantizeRowsF32)(x, rows, cols, q, scales);
+template <class T>
+void quantize_rows(const T* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
+  MIXPREC_KERNELS_DISPATCH_FOR(QuantizeRows, T)(x, rows, cols, q, scales);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void quantize_rows_bf16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                           float* scales) {
-  MIXPREC_KERNELS_DISPATCH(QuantizeRowsBF16)(x, rows, cols, q, scales);
+template <class T>
+void dequantize_rows(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
+                     const float* col_scales, const T* bias, T* out) {
+  MIXPREC_KERNELS_DISPATCH_FOR(DequantizeRows, T)(acc, rows, cols, row_scales, col_scales, bias, out);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void quantize_rows_f64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                          float* scales) {
-  MIXPREC_KERNELS_DISPATCH(QuantizeRowsF64)(x, rows, cols, q, scales);
-}
-
-MIXPREC_KERNEL_ENTRY_DEFINITION void dequantize_rows_f32(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                            const float* row_scales, const float* col_scales, const float* bias,
-                                            float* out) {
-  MIXPREC_KERNELS_DISPATCH(DequantizeRowsF32)(acc, rows, cols, row_scales, col_scales, bias, out);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void dequantize_rows_bf16(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                             const float* row_scales, const float* col_scales, const bfloat16* bias,
-                                             bfloat16* out) {
-  MIXPREC_KERNELS_DISPATCH(DequantizeRowsBF16)(acc, rows, cols, row_scales, col_scales, bias, out);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                            const float* row_scales, const float* col_scales, const double* bias,
-                                            double* out) {
-  MIXPREC_KERNELS_DISPATCH(DequantizeRowsF64)(acc, rows, cols, row_scales, col_scales, bias, out);
+template <class F, class T>
+float quantize_dequantize(const T* x, std::size_t n, float scale, T* y) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(QuantizeDequantize, F, T)(x, n, scale, y);
 }
 
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE4M3F32)(x, n, scale, y);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE4M3BF16)(x, n, scale, y);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE4M3F16)(x, n, scale, y);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE5M2F32)(x, n, scale, y);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE5M2BF16)(x, n, scale, y);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y) {
-  return MIXPREC_KERNELS_DISPATCH(QuantizeDequantizeE5M2F16)(x, n, scale, y);
-}
+#ifdef MIXPREC_SEPARATE_KERNELS
+// Single-TU mode: the entry points of every dtype of has_int8_rows_kernel and has_float8_rows_kernel.
+#define MIXPREC_KERNELS_INSTANTIATE_INT8_ROWS(T)                                                           \
+  template void quantize_rows(const T*, std::size_t, std::size_t, std::int8_t*, float*);                   \
+  template void dequantize_rows(const std::int32_t*, std::size_t, std::size_t, const float*, const float*, \
+                                const T*, T*);
+MIXPREC_KERNELS_INSTANTIATE_INT8_ROWS(float)
+MIXPREC_KERNELS_INSTANTIATE_INT8_ROWS(bfloat16)
+MIXPREC_KERNELS_INSTANTIATE_INT8_ROWS(double)
+#undef MIXPREC_KERNELS_INSTANTIATE_INT8_ROWS
+#define MIXPREC_KERNELS_INSTANTIATE_FLOAT8_ROWS(T)                                     \
+  template float quantize_dequantize<float8_e4m3fn>(const T*, std::size_t, float, T*); \
+  template float quantize_dequantize<float8_e5m2>(const T*, std::size_t, float, T*);
+MIXPREC_KERNELS_INSTANTIATE_FLOAT8_ROWS(float)
+MIXPREC_KERNELS_INSTANTIATE_FLOAT8_ROWS(bfloat16)
+MIXPREC_KERNELS_INSTANTIATE_FLOAT8_ROWS(float16)
+#undef MIXPREC_KERNELS_INSTANTIATE_FLOAT8_ROWS
+#endif
 
 MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel) {
   switch (kernel) {

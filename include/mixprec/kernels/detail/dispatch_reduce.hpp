@@ -7,78 +7,46 @@
 
 namespace mixprec::kernels {
 
-MIXPREC_KERNELS_EXPORT(AllFiniteF32);
-MIXPREC_KERNELS_EXPORT(AllFiniteBF16);
-MIXPREC_KERNELS_EXPORT(AllFiniteF16);
-MIXPREC_KERNELS_EXPORT(AmaxF32);
-MIXPREC_KERNELS_EXPORT(AmaxBF16);
-MIXPREC_KERNELS_EXPORT(AmaxF16);
-MIXPREC_KERNELS_EXPORT(SumF32);
-MIXPREC_KERNELS_EXPORT(SumBF16);
-MIXPREC_KERNELS_EXPORT(SumF16);
-MIXPREC_KERNELS_EXPORT(DotF32);
-MIXPREC_KERNELS_EXPORT(DotBF16);
-MIXPREC_KERNELS_EXPORT(DotF16);
-MIXPREC_KERNELS_EXPORT(UnscaleAndCheckFiniteF32);
-MIXPREC_KERNELS_EXPORT(UnscaleAndCheckFiniteBF16);
-MIXPREC_KERNELS_EXPORT(UnscaleAndCheckFiniteF16);
+MIXPREC_KERNELS_EXPORT(AllFinite);
+MIXPREC_KERNELS_EXPORT(Amax);
+MIXPREC_KERNELS_EXPORT(Sum);
+MIXPREC_KERNELS_EXPORT(Dot);
+MIXPREC_KERNELS_EXPORT(UnscaleAndCheckFinite);
+MIXPREC_KERNELS_EXPORT(ColumnSum);
 MIXPREC_KERNELS_EXPORT(ColumnMaxF32);
 MIXPREC_KERNELS_EXPORT(ColumnMaxBackwardF32);
 MIXPREC_KERNELS_EXPORT(BatchNormMomentsF32);
 MIXPREC_KERNELS_EXPORT(ScaleShiftColumnsF32);
 MIXPREC_KERNELS_EXPORT(BatchNormBackwardSumsF32);
 MIXPREC_KERNELS_EXPORT(BatchNormInputGradientF32);
-MIXPREC_KERNELS_EXPORT(ColumnSumF32);
-MIXPREC_KERNELS_EXPORT(ColumnSumBF16);
-MIXPREC_KERNELS_EXPORT(ColumnSumF16);
 
 namespace detail {
 
-MIXPREC_KERNEL_ENTRY_DEFINITION bool all_finite_f32(const float* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AllFiniteF32)(x, n);
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(AllFinite, T)(x, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION bool all_finite_bf16(const bfloat16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AllFiniteBF16)(x, n);
+template <class T>
+float amax(const T* x, std::size_t n) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(Amax, T)(x, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION bool all_finite_f16(const float16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AllFiniteF16)(x, n);
+template <class T>
+float sum(const T* x, std::size_t n) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(Sum, T)(x, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION float amax_f32(const float* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AmaxF32)(x, n);
+template <class T>
+float dot(const T* a, const T* b, std::size_t n) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(Dot, T)(a, b, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION float amax_bf16(const bfloat16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AmaxBF16)(x, n);
+template <class T>
+bool unscale_and_check_finite(T* g, std::size_t n, float inv_scale) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(UnscaleAndCheckFinite, T)(g, n, inv_scale);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION float amax_f16(const float16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(AmaxF16)(x, n);
+template <class T>
+void column_sum(const T* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
+  MIXPREC_KERNELS_DISPATCH_FOR(ColumnSum, T)(x, n, sums, cols, accumulate);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION float sum_f32(const float* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(SumF32)(x, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float sum_bf16(const bfloat16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(SumBF16)(x, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float sum_f16(const float16* x, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(SumF16)(x, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float dot_f32(const float* a, const float* b, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(DotF32)(a, b, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(DotBF16)(a, b, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION float dot_f16(const float16* a, const float16* b, std::size_t n) {
-  return MIXPREC_KERNELS_DISPATCH(DotF16)(a, b, n);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale) {
-  return MIXPREC_KERNELS_DISPATCH(UnscaleAndCheckFiniteF32)(g, n, inv_scale);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale) {
-  return MIXPREC_KERNELS_DISPATCH(UnscaleAndCheckFiniteBF16)(g, n, inv_scale);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale) {
-  return MIXPREC_KERNELS_DISPATCH(UnscaleAndCheckFiniteF16)(g, n, inv_scale);
-}
+
 MIXPREC_KERNEL_ENTRY_DEFINITION void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
   MIXPREC_KERNELS_DISPATCH(ColumnMaxF32)(rows, n, maxima, cols);
 }
@@ -107,17 +75,20 @@ MIXPREC_KERNEL_ENTRY_DEFINITION void batch_norm_input_gradient_f32(const float* 
   MIXPREC_KERNELS_DISPATCH(BatchNormInputGradientF32)(x, dy, n, cols, mean, inverse_deviation, factor, mean_dy,
                                                   mean_dy_x_hat, dx);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
-  MIXPREC_KERNELS_DISPATCH(ColumnSumF32)(x, n, sums, cols, accumulate);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
-                                        bool accumulate) {
-  MIXPREC_KERNELS_DISPATCH(ColumnSumBF16)(x, n, sums, cols, accumulate);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
-                                       bool accumulate) {
-  MIXPREC_KERNELS_DISPATCH(ColumnSumF16)(x, n, sums, cols, accumulate);
-}
+#ifdef MIXPREC_SEPARATE_KERNELS
+// Single-TU mode: the entry points of every dtype of has_reduce_kernel.
+#define MIXPREC_KERNELS_INSTANTIATE_REDUCE(T)                     \
+  template bool all_finite(const T*, std::size_t);                \
+  template float amax(const T*, std::size_t);                     \
+  template float sum(const T*, std::size_t);                      \
+  template float dot(const T*, const T*, std::size_t);            \
+  template bool unscale_and_check_finite(T*, std::size_t, float); \
+  template void column_sum(const T*, std::size_t, float*, std::size_t, bool);
+MIXPREC_KERNELS_INSTANTIATE_REDUCE(float)
+MIXPREC_KERNELS_INSTANTIATE_REDUCE(bfloat16)
+MIXPREC_KERNELS_INSTANTIATE_REDUCE(float16)
+#undef MIXPREC_KERNELS_INSTANTIATE_REDUCE
+#endif
 
 }  // namespace detail
 }  // namespace mixprec::kernels

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
@@ -34,32 +35,31 @@ inline constexpr std::size_t gemm_int8_max_depth = (std::size_t{1} << 17) - 1;
 
 MIXPREC_KERNEL_ENTRY void gemm_int8(const gemm_int8_problem& problem);
 
+// The quantization entry points are templates over their dtypes in both modes: header-only mode
+// compiles a dtype's kernel where it is called; in single-TU mode the kernels' translation unit
+// instantiates them for each dtype (dispatch_quantize.hpp) and every other one sees these
+// declarations.
+
+/// The dtypes of quantize_rows and dequantize_rows: float, bfloat16, double.
+template <class T>
+inline constexpr bool has_int8_rows_kernel =
+    std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, double>;
 /// Keras' per-row abs-max quantization (see kernels/quantize.hpp); sizes already checked.
-MIXPREC_KERNEL_ENTRY void quantize_rows_f32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                          float* scales);
-MIXPREC_KERNEL_ENTRY void quantize_rows_bf16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                           float* scales);
-MIXPREC_KERNEL_ENTRY void quantize_rows_f64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q,
-                                          float* scales);
-
+template <class T>
+void quantize_rows(const T* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales);
 /// The int8 Dense epilogue (see kernels/quantize.hpp); `bias` may be null (no bias term).
-MIXPREC_KERNEL_ENTRY void dequantize_rows_f32(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                            const float* row_scales, const float* col_scales, const float* bias,
-                                            float* out);
-MIXPREC_KERNEL_ENTRY void dequantize_rows_bf16(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                             const float* row_scales, const float* col_scales, const bfloat16* bias,
-                                             bfloat16* out);
-MIXPREC_KERNEL_ENTRY void dequantize_rows_f64(const std::int32_t* acc, std::size_t rows, std::size_t cols,
-                                            const float* row_scales, const float* col_scales, const double* bias,
-                                            double* out);
+template <class T>
+void dequantize_rows(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
+                     const float* col_scales, const T* bias, T* out);
 
+/// The dtypes of the float8 quantize-dequantize kernel: float, bfloat16, float16 (F is
+/// float8_e4m3fn or float8_e5m2).
+template <class T>
+inline constexpr bool has_float8_rows_kernel =
+    std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
 /// float8 quantize-dequantize with a scale (see kernels/quantize.hpp); returns max |x|.
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const float* x, std::size_t n, float scale, float* y);
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e4m3(const float16* x, std::size_t n, float scale, float16* y);
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const float* x, std::size_t n, float scale, float* y);
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const bfloat16* x, std::size_t n, float scale, bfloat16* y);
-MIXPREC_KERNEL_ENTRY float quantize_dequantize_e5m2(const float16* x, std::size_t n, float scale, float16* y);
+template <class F, class T>
+float quantize_dequantize(const T* x, std::size_t n, float scale, T* y);
 
 // The native int8 GEMM kernels (detail/gemm_native_int8.hpp): vpdpbusd on CPUs with AVX-512 VNNI
 // (from the AVX3 target or better) or AVX-VNNI (from the AVX2 target or better), when enabled

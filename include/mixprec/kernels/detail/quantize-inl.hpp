@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include <hwy/highway.h>
 #include <mixprec/core/float16.hpp>
@@ -96,18 +97,10 @@ inline void quantize_row(const double* x, std::size_t n, float scale, std::int8_
   });
 }
 
-inline float row_scale(const float* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
-inline float row_scale(const bfloat16* x, std::size_t n) { return kd::int8_scale(Amax(x, n)); }
-inline float row_scale(const double* x, std::size_t n) { return kd::int8_scale(amax_f64(x, n)); }
-
 template <class T>
-void quantize_rows(const T* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
-  for_each_row(rows, cols, [&](std::size_t r) {
-    const T* row = x + r * cols;
-    const float scale = row_scale(row, cols);
-    scales[r] = scale;
-    quantize_row(row, cols, scale, q + r * cols);
-  });
+float row_scale(const T* x, std::size_t n) {
+  if constexpr (std::is_same_v<T, double>) return kd::int8_scale(amax_f64(x, n));
+  else return kd::int8_scale(Amax(x, n));
 }
 
 /// out[c] = T(float(acc[c]) / (row_scale * col_scales[c]) (+ float(bias[c]))), NaN canonical
@@ -154,27 +147,17 @@ inline void dequantize_row(const std::int32_t* acc, std::size_t n, float row_sca
   }
 }
 
-template <class T>
-void dequantize_rows(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
-                     const float* col_scales, const T* bias, T* out) {
-  for_each_row(rows, cols, [&](std::size_t r) {
-    dequantize_row(acc + r * cols, cols, row_scales[r], col_scales, bias, out + r * cols);
-  });
-}
-
 }  // namespace int8_rows
 
-namespace float8_rows {
-namespace hn = hwy::HWY_NAMESPACE;
-namespace kd = mixprec::kernels::detail;
-
 /// y[i] = T(decode(encode<F>(clamp(x[i] / scale, -max, max))) * scale) in float (NaN stays NaN,
-/// canonical), T float, bfloat16 or float16; returns max |x[i]| (NaN if any is NaN).
-template <minifloat_format F, class T>
-float quantize_dequantize(const T* x, std::size_t n, float scale, T* y) {
+/// canonical), F float8_e4m3fn or float8_e5m2, T float, bfloat16 or float16; returns max |x[i]|
+/// (NaN if any is NaN).
+template <class F, class T>
+float QuantizeDequantize(const T* x, std::size_t n, float scale, T* y) {
+  constexpr minifloat_format format = F::format;
   const DF df;
   const auto s = hn::Set(df, scale);
-  const auto limit = hn::Set(df, kd::float8_max_finite<F>());
+  const auto limit = hn::Set(df, mixprec::kernels::detail::float8_max_finite<format>());
   auto largest = hn::Zero(df);
   auto nan_seen = hn::Zero(df);
   for_each_step<kMaxFloatLanes>(n, hn::Lanes(df), [&](const T* in, T* out) {
@@ -184,65 +167,30 @@ float quantize_dequantize(const T* x, std::size_t n, float scale, T* y) {
     largest = hn::IfThenElse(hn::Gt(magnitude, largest), magnitude, largest);
     const auto scaled = hn::Div(v, s);
     const auto clipped = hn::IfThenElse(hn::IsNaN(scaled), scaled, hn::Min(hn::Max(scaled, hn::Neg(limit)), limit));
-    store_as(canonical_nan(hn::Mul(decode<F>(encode<F>(clipped, true)), s)), out);
+    store_as(canonical_nan(hn::Mul(decode<format>(encode<format>(clipped, true)), s)), out);
   }, x, y);
   if (!hn::AllFalse(df, hn::MaskFromVec(nan_seen))) return std::numeric_limits<float>::quiet_NaN();
   return hn::GetLane(hn::MaxOfLanes(df, largest));
 }
 
-}  // namespace float8_rows
-
-template <class = void>
-float QuantizeDequantizeE4M3F32(const float* x, std::size_t n, float scale, float* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
-}
-template <class = void>
-float QuantizeDequantizeE4M3BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
-}
-template <class = void>
-float QuantizeDequantizeE4M3F16(const float16* x, std::size_t n, float scale, float16* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e4m3fn_format>(x, n, scale, y);
-}
-template <class = void>
-float QuantizeDequantizeE5M2F32(const float* x, std::size_t n, float scale, float* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
-}
-template <class = void>
-float QuantizeDequantizeE5M2BF16(const bfloat16* x, std::size_t n, float scale, bfloat16* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
-}
-template <class = void>
-float QuantizeDequantizeE5M2F16(const float16* x, std::size_t n, float scale, float16* y) {
-  return float8_rows::quantize_dequantize<mixprec::detail::e5m2_format>(x, n, scale, y);
+/// Each row's scale, then its int8 values (T float, bfloat16 or double).
+template <class T>
+void QuantizeRows(const T* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
+  int8_rows::for_each_row(rows, cols, [&](std::size_t r) {
+    const T* row = x + r * cols;
+    const float scale = int8_rows::row_scale(row, cols);
+    scales[r] = scale;
+    int8_rows::quantize_row(row, cols, scale, q + r * cols);
+  });
 }
 
-template <class = void>
-void QuantizeRowsF32(const float* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
-  int8_rows::quantize_rows(x, rows, cols, q, scales);
-}
-template <class = void>
-void QuantizeRowsBF16(const bfloat16* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
-  int8_rows::quantize_rows(x, rows, cols, q, scales);
-}
-template <class = void>
-void QuantizeRowsF64(const double* x, std::size_t rows, std::size_t cols, std::int8_t* q, float* scales) {
-  int8_rows::quantize_rows(x, rows, cols, q, scales);
-}
-template <class = void>
-void DequantizeRowsF32(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
-                       const float* col_scales, const float* bias, float* out) {
-  int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);
-}
-template <class = void>
-void DequantizeRowsBF16(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
-                        const float* col_scales, const bfloat16* bias, bfloat16* out) {
-  int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);
-}
-template <class = void>
-void DequantizeRowsF64(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
-                       const float* col_scales, const double* bias, double* out) {
-  int8_rows::dequantize_rows(acc, rows, cols, row_scales, col_scales, bias, out);
+/// The epilogue, row by row (T float, bfloat16 or double).
+template <class T>
+void DequantizeRows(const std::int32_t* acc, std::size_t rows, std::size_t cols, const float* row_scales,
+                    const float* col_scales, const T* bias, T* out) {
+  int8_rows::for_each_row(rows, cols, [&](std::size_t r) {
+    int8_rows::dequantize_row(acc + r * cols, cols, row_scales[r], col_scales, bias, out + r * cols);
+  });
 }
 
 MIXPREC_KERNELS_END

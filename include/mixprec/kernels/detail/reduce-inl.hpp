@@ -398,49 +398,6 @@ void ColumnSum(const T* x, std::size_t n, float* sums, std::size_t cols, bool ac
   }
 }
 
-template <class = void>
-bool AllFiniteF32(const float* x, std::size_t n) { return AllFinite(x, n); }
-template <class = void>
-bool AllFiniteBF16(const bfloat16* x, std::size_t n) { return AllFinite(x, n); }
-template <class = void>
-bool AllFiniteF16(const float16* x, std::size_t n) { return AllFinite(x, n); }
-template <class = void>
-float AmaxF32(const float* x, std::size_t n) { return Amax(x, n); }
-template <class = void>
-float AmaxBF16(const bfloat16* x, std::size_t n) { return Amax(x, n); }
-template <class = void>
-float AmaxF16(const float16* x, std::size_t n) { return Amax(x, n); }
-template <class = void>
-float SumF32(const float* x, std::size_t n) { return Sum(x, n); }
-template <class = void>
-float SumBF16(const bfloat16* x, std::size_t n) { return Sum(x, n); }
-template <class = void>
-float SumF16(const float16* x, std::size_t n) { return Sum(x, n); }
-template <class = void>
-float DotF32(const float* a, const float* b, std::size_t n) { return Dot(a, b, n); }
-template <class = void>
-float DotBF16(const bfloat16* a, const bfloat16* b, std::size_t n) { return Dot(a, b, n); }
-template <class = void>
-float DotF16(const float16* a, const float16* b, std::size_t n) { return Dot(a, b, n); }
-template <class = void>
-bool UnscaleAndCheckFiniteF32(float* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
-template <class = void>
-bool UnscaleAndCheckFiniteBF16(bfloat16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
-template <class = void>
-bool UnscaleAndCheckFiniteF16(float16* g, std::size_t n, float inv_scale) { return UnscaleAndCheckFinite(g, n, inv_scale); }
-template <class = void>
-void ColumnSumF32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
-  ColumnSum(x, n, sums, cols, accumulate);
-}
-template <class = void>
-void ColumnSumBF16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
-  ColumnSum(x, n, sums, cols, accumulate);
-}
-template <class = void>
-void ColumnSumF16(const float16* x, std::size_t n, float* sums, std::size_t cols, bool accumulate) {
-  ColumnSum(x, n, sums, cols, accumulate);
-}
-
 MIXPREC_KERNELS_END
 
 #endif  // toggle guard

@@ -5,32 +5,41 @@
 
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
 
 namespace mixprec::kernels::detail {
 
+/// The dtypes the reduction kernels take (reduce.hpp runs scalar loops for the others). The
+/// entry points below are templates over them in both modes: header-only mode compiles a dtype's
+/// kernel where it is called; in single-TU mode the kernels' translation unit instantiates them
+/// for each of these dtypes (dispatch_reduce.hpp) and every other one sees these declarations.
+template <class T>
+inline constexpr bool has_reduce_kernel =
+    std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
+
 /// Whether no element is inf or NaN; stops reading at the first block that has one.
-MIXPREC_KERNEL_ENTRY bool all_finite_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY bool all_finite_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY bool all_finite_f16(const float16* x, std::size_t n);
+template <class T>
+bool all_finite(const T* x, std::size_t n);
 /// max |x[i]|, exactly; NaN if any element is NaN; +0 for n == 0.
-MIXPREC_KERNEL_ENTRY float amax_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY float amax_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY float amax_f16(const float16* x, std::size_t n);
+template <class T>
+float amax(const T* x, std::size_t n);
 /// Float sums in the order of summation_order.hpp.
-MIXPREC_KERNEL_ENTRY float sum_f32(const float* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY float sum_bf16(const bfloat16* x, std::size_t n);
-MIXPREC_KERNEL_ENTRY float sum_f16(const float16* x, std::size_t n);
+template <class T>
+float sum(const T* x, std::size_t n);
 /// Sums of float products (each rounded to float), in the order of summation_order.hpp.
-MIXPREC_KERNEL_ENTRY float dot_f32(const float* a, const float* b, std::size_t n);
-MIXPREC_KERNEL_ENTRY float dot_bf16(const bfloat16* a, const bfloat16* b, std::size_t n);
-MIXPREC_KERNEL_ENTRY float dot_f16(const float16* a, const float16* b, std::size_t n);
+template <class T>
+float dot(const T* a, const T* b, std::size_t n);
 /// g[i] = cast<T>(float(g[i]) * inv_scale); returns whether every result is finite.
-MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_f32(float* g, std::size_t n, float inv_scale);
-MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_bf16(bfloat16* g, std::size_t n, float inv_scale);
-MIXPREC_KERNEL_ENTRY bool unscale_and_check_finite_f16(float16* g, std::size_t n, float inv_scale);
+template <class T>
+bool unscale_and_check_finite(T* g, std::size_t n, float inv_scale);
+/// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
+/// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
+template <class T>
+void column_sum(const T* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
+
 /// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
 /// n is a multiple of cols, cols > 0.
 MIXPREC_KERNEL_ENTRY void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
@@ -56,13 +65,6 @@ MIXPREC_KERNEL_ENTRY void batch_norm_input_gradient_f32(const float* x, const fl
                                                       const float* mean, const float* inverse_deviation,
                                                       const float* factor, const float* mean_dy,
                                                       const float* mean_dy_x_hat, float* dx);
-/// sums[c] = (or +=) the float32 sum of x[r * cols + c] over the rows, each column added in row
-/// order from +0; n is a multiple of cols, cols > 0, sums does not overlap x.
-MIXPREC_KERNEL_ENTRY void column_sum_f32(const float* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
-MIXPREC_KERNEL_ENTRY void column_sum_bf16(const bfloat16* x, std::size_t n, float* sums, std::size_t cols,
-                                        bool accumulate);
-MIXPREC_KERNEL_ENTRY void column_sum_f16(const float16* x, std::size_t n, float* sums, std::size_t cols,
-                                       bool accumulate);
 
 /// One step of column_max's running maximum: whether `value` takes the place of `largest`. A
 /// NaN already held stays; a NaN met replaces a number; a tie keeps the earlier value. The
