@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -365,6 +366,13 @@ TEST_CASE("scratch memory: a per-thread stack, given back when its scope ends, m
       CHECK(address(c) == address(a) + 448 + 64);  // the same calls now fit in one block
     }
     CHECK(arena.capacity() == 448 + 64 + 100032);
+    {
+      // A size that would wrap around when rounded up is refused, and the arena still works.
+      const scratch_scope scope;
+      CHECK_THROWS_AS(scratch_buffer<std::int8_t>(static_cast<std::size_t>(-1) - 10), std::bad_alloc);
+      CHECK_THROWS_AS(scratch_buffer<float>(static_cast<std::size_t>(-1) / 2), std::bad_alloc);
+      CHECK(scratch_buffer<float>(100).size() == 100);
+    }
   }).join();
 }
 

@@ -54,6 +54,7 @@ class scratch_arena {
   void* take(std::size_t bytes) {
     if (depth_ == 0)
       throw std::logic_error("mixprec: scratch memory was taken outside a scratch_scope (it would never be given back)");
+    if (bytes > static_cast<std::size_t>(-1) - alignment) throw std::bad_alloc();
     bytes = (std::max<std::size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
     while (current_ < blocks_.size() && blocks_[current_].size - offset_ < bytes) {
       ++current_;
@@ -77,8 +78,8 @@ class scratch_arena {
   }
 
   void open() { ++depth_; }
-  /// Gives back everything taken since `m`.
-  void close(const mark& m) {
+  /// Gives back everything taken since `m`. Called by a destructor, so it never throws.
+  void close(const mark& m) noexcept {
 #ifdef MIXPREC_POISON_SCRATCH
     for (std::size_t b = m.block; b <= current_ && b < blocks_.size(); ++b) {
       const std::size_t from = b == m.block ? m.offset : 0;
@@ -120,11 +121,16 @@ class scratch_arena {
 #endif
     ::operator delete(b.data, std::align_val_t{alignment});
   }
-  /// Nothing is in use: one block of the most that was.
-  void merge_blocks() {
+  /// Nothing is in use: one block of the most that was (the old ones freed first, so that the
+  /// merge never holds both). If that allocation fails the arena is left empty, which is
+  /// consistent: the next take allocates again, and throws there if it must.
+  void merge_blocks() noexcept {
     for (const block& b : blocks_) free_block(b);
-    blocks_.clear();
-    blocks_.push_back(new_block(most_in_use_));
+    blocks_.clear();  // keeps the capacity: the push_back below does not allocate
+    try {
+      blocks_.push_back(new_block(most_in_use_));
+    } catch (const std::bad_alloc&) {
+    }
   }
 
   std::vector<block> blocks_;
