@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -97,13 +99,25 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
         float_weights.push_back(weight.value().values());
     });
     auto quantized = engine_.quantized_weights(m, float_weights);  // (specs, values); no binding: lambdas use it
-    engine_.adopt_quantization(m);
-    std::size_t i = 0;
-    this->for_each_weight([&](auto& weight) {
-      weight = detail::make_variable<std::remove_cvref_t<decltype(weight)>>(quantized.first[i],
-                                                                            std::move(quantized.second[i]));
-      ++i;
-    });
+    // Strong guarantee: the mode is adopted (the weights the layer walks are then the quantized
+    // ones) and every new variable made, which allocates and may throw, undoing the mode if it
+    // does; only then are the variables moved in, which cannot throw.
+    auto previous = engine_.adopt_quantization(m);
+    std::vector<std::function<void()>> move_in;
+    try {
+      std::size_t i = 0;
+      this->for_each_weight([&](auto& weight) {
+        using W = std::remove_cvref_t<decltype(weight)>;
+        static_assert(std::is_nothrow_move_assignable_v<W>);
+        auto made = std::make_shared<W>(detail::make_variable<W>(quantized.first[i], std::move(quantized.second[i])));
+        move_in.emplace_back([&weight, made] { weight = std::move(*made); });
+        ++i;
+      });
+    } catch (...) {
+      engine_.undo_quantization(std::move(previous));
+      throw;
+    }
+    for (const auto& assign : move_in) assign();
     derived().release_float_weights();
   }
 

@@ -87,13 +87,25 @@ class kind_engine {
     if constexpr (requires { settings_.quantization; }) return settings_.quantization;
     else return quantization_mode::none;
   }
-  /// Strong guarantee: the settings change only once the new weight list exists.
-  void adopt_quantization(quantization_mode mode) {
-    settings_type quantized = settings_;
-    quantized.quantization = mode;
-    std::vector<weight_spec> specs = Kind::weights(quantized, input_);
-    settings_ = std::move(quantized);
-    specs_ = std::move(specs);
+  /// The settings and weight list a quantization mode replaced, for undo_quantization.
+  struct quantization_undo {
+    settings_type settings;
+    std::vector<weight_spec> specs;
+  };
+  /// Strong guarantee: the settings change only once the new weight list exists. Returns what
+  /// they replaced, so that a caller whose next step fails can put it back.
+  quantization_undo adopt_quantization(quantization_mode mode) {
+    quantization_undo previous{settings_, {}};
+    previous.settings.quantization = mode;
+    std::vector<weight_spec> specs = Kind::weights(previous.settings, input_);
+    std::swap(settings_, previous.settings);
+    std::swap(specs_, specs);
+    previous.specs = std::move(specs);
+    return previous;
+  }
+  void undo_quantization(quantization_undo&& previous) noexcept {
+    settings_ = std::move(previous.settings);
+    specs_ = std::move(previous.specs);
   }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
