@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include <mixprec/core/cast.hpp>
 #include <mixprec/kernels/reduce.hpp>
 
 namespace {
@@ -120,27 +121,31 @@ void BM_mixprec_unscale_and_check_finite(benchmark::State& state) {
 /// not propagate NaN: a lower bound on the work).
 constexpr std::size_t pooled_channels = 32;
 
+template <class T>
 void BM_mixprec_column_max(benchmark::State& state) {
-  const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
-  std::vector<float> maxima(pooled_channels, -INFINITY);
+  const auto rows = random_values<T>(static_cast<std::size_t>(state.range(0)));
+  std::vector<T> maxima(pooled_channels, mixprec::cast<T>(-INFINITY));
   for (auto _ : state) {
-    mixprec::kernels::column_max<float>(rows, maxima);
+    mixprec::kernels::column_max<T>(rows, maxima);
     benchmark::DoNotOptimize(maxima.data());
   }
-  set_bytes(state, rows.size() * sizeof(float));
+  set_bytes(state, rows.size() * sizeof(T));
 }
 
+/// The same rule, one element at a time (16-bit values widened to float, the maxima kept in float).
+template <class T>
 void BM_scalar_column_max(benchmark::State& state) {
-  const auto rows = random_values<float>(static_cast<std::size_t>(state.range(0)));
+  const auto rows = random_values<T>(static_cast<std::size_t>(state.range(0)));
   std::vector<float> maxima(pooled_channels, -INFINITY);
   for (auto _ : state) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       float& largest = maxima[i % pooled_channels];
-      if (!std::isnan(largest) && (std::isnan(rows[i]) || rows[i] > largest)) largest = rows[i];
+      const float value = static_cast<float>(rows[i]);
+      if (!std::isnan(largest) && (std::isnan(value) || value > largest)) largest = value;
     }
     benchmark::DoNotOptimize(maxima.data());
   }
-  set_bytes(state, rows.size() * sizeof(float));
+  set_bytes(state, rows.size() * sizeof(T));
 }
 
 void BM_eigen_column_max(benchmark::State& state) {
@@ -218,9 +223,11 @@ BENCHMARK(BM_eigen_sum<float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_sum<bfloat16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_unscale_and_check_finite<float>)->Apply(sizes);
 BENCHMARK(BM_mixprec_unscale_and_check_finite<bfloat16>)->Apply(sizes);
-BENCHMARK(BM_mixprec_column_max)->Apply(sizes);
-BENCHMARK(BM_scalar_column_max)->Apply(sizes);
+BENCHMARK(BM_mixprec_column_max<float>)->Apply(sizes);
+BENCHMARK(BM_scalar_column_max<float>)->Apply(sizes);
 BENCHMARK(BM_eigen_column_max)->Apply(sizes);
+BENCHMARK(BM_mixprec_column_max<bfloat16>)->Apply(sizes);
+BENCHMARK(BM_scalar_column_max<bfloat16>)->Apply(sizes);
 BENCHMARK(BM_mixprec_column_sum<float>)->Apply(sizes);
 BENCHMARK(BM_scalar_column_sum<float>)->Apply(sizes);
 BENCHMARK(BM_eigen_column_sum)->Apply(sizes);

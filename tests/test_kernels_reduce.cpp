@@ -18,6 +18,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -435,6 +436,41 @@ TEST_CASE("column_max: NaN propagation, ties and the double path") {
   CHECK_FALSE(std::signbit(ties[1]));
 }
 
+TEST_CASE_TEMPLATE("column_max on 16-bit values is float32's on the widened values, rounded back as convert does",
+                   T, bfloat16, float16) {
+  // Random 16-bit patterns (signaling and quiet NaNs of both signs, infinities, subnormals) and
+  // small integers with both zeros. The reference widens each value, runs column_max's rule in
+  // float and rounds the maxima back with the scalar cast: every target and the scalar tail must
+  // give those bits (a 16-bit maximum comes back as it was; a NaN comes back quiet).
+  std::mt19937 rng(53);
+  const auto value = [&] {
+    if (rng() % 3 == 0) return T::from_bits(static_cast<std::uint16_t>(rng()));
+    const float v = static_cast<float>(static_cast<int>(rng() % 5) - 2);
+    return cast<T>(v == 0.0f && rng() % 2 == 0 ? -0.0f : v);
+  };
+  std::vector<std::size_t> column_counts{63, 64, 65, 127, 128, 129};
+  for (std::size_t cols = 1; cols <= 34; ++cols) column_counts.push_back(cols);
+  for_each_target([&](const std::string& target) {
+    for (std::size_t cols : column_counts)
+      for (std::size_t row_count : {0, 1, 2, 5}) {
+        std::vector<T> rows(cols * row_count), maxima(cols);
+        for (auto& v : rows) v = value();
+        for (auto& v : maxima) v = rng() % 4 == 0 ? value() : cast<T>(-inf);
+        std::vector<float> wide_rows(rows.size()), wide_maxima(cols);
+        for (std::size_t i = 0; i < rows.size(); ++i) wide_rows[i] = static_cast<float>(rows[i]);
+        for (std::size_t c = 0; c < cols; ++c) wide_maxima[c] = static_cast<float>(maxima[c]);
+        column_max_reference(wide_rows, wide_maxima);
+        kernels::column_max<T>(rows, maxima);
+        INFO(target, ": cols = ", cols, ", rows = ", row_count);
+        for (std::size_t c = 0; c < cols; ++c) {
+          // Untouched maxima (no rows) keep their bits; the others are rounded back.
+          const T expected = row_count == 0 ? maxima[c] : cast<T>(wide_maxima[c]);
+          REQUIRE(maxima[c].to_bits() == expected.to_bits());
+        }
+      }
+  });
+}
+
 TEST_CASE("column_max rejects rows that are not whole") {
   std::vector<float> maxima(3);
   CHECK_THROWS_WITH_AS(kernels::column_max<float>(std::vector<float>(7), maxima),
@@ -653,6 +689,54 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
   CHECK(window_gradient == std::vector<double>{0, 0.25, 0, 0, 0, 0, 0.5, 0});
 }
 
+TEST_CASE_TEMPLATE("column_max_backward on 16-bit windows routes in float32 as on the widened values", T, bfloat16,
+                   float16) {
+  // The maxima come from column_max<T> itself (NaNs come back quiet, and must still find the
+  // signaling NaN they came from); the window's gradient is float32, summed there.
+  std::mt19937 rng(59);
+  const auto value = [&] {
+    switch (rng() % 8) {
+      case 0: {  // signaling NaNs, as column_max hands them back quiet
+        const unsigned first_signaling = std::is_same_v<T, float16> ? 0x7C01 : 0x7F81;
+        return T::from_bits(static_cast<std::uint16_t>(first_signaling + rng() % 3));
+      }
+      case 1: return cast<T>(inf);
+      case 2: return cast<T>(-0.0f);
+      default: return cast<T>(static_cast<float>(static_cast<int>(rng() % 5) - 2));
+    }
+  };
+  std::vector<std::size_t> column_counts{63, 64, 65, 129};
+  for (std::size_t cols = 1; cols <= 34; ++cols) column_counts.push_back(cols);
+  for_each_target([&](const std::string& target) {
+    for (std::size_t cols : column_counts)
+      for (auto entry : {std::array<std::size_t, 3>{1, 1, 0}, {2, 2, 0}, {3, 2, 5}, {2, 1, 3}}) {
+        const auto& rows = std::get<0>(entry);
+        const auto& per_row = std::get<1>(entry);
+        const auto& gap = std::get<2>(entry);
+        const std::size_t row_length = per_row * cols, row_stride = row_length + gap * cols / 2 + gap;
+        std::vector<T> window((rows - 1) * row_stride + row_length);
+        for (auto& v : window) v = value();
+        std::vector<T> maxima(cols, cast<T>(-inf)), gradient(cols);
+        for (std::size_t r = 0; r < rows; ++r)
+          kernels::column_max<T>(std::span<const T>(window).subspan(r * row_stride, row_length), maxima);
+        for (auto& g : gradient) g = cast<T>(static_cast<float>(rng() % 1000) / 64.0f - 7.0f);
+        std::vector<float> wide_window(window.size()), wide_maxima(cols), wide_gradient(cols);
+        for (std::size_t i = 0; i < window.size(); ++i) wide_window[i] = static_cast<float>(window[i]);
+        for (std::size_t c = 0; c < cols; ++c) {
+          wide_maxima[c] = static_cast<float>(maxima[c]);
+          wide_gradient[c] = static_cast<float>(gradient[c]);
+        }
+        std::vector<float> window_gradient(window.size());
+        for (auto& g : window_gradient) g = static_cast<float>(rng() % 16) / 4.0f;
+        std::vector<float> expected = window_gradient;
+        column_max_backward_reference(wide_window, wide_maxima, wide_gradient, expected, rows, row_length, row_stride);
+        kernels::column_max_backward<T>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+        INFO(target, ": cols = ", cols, ", rows = ", rows, ", row_length = ", row_length, ", stride = ", row_stride);
+        for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
+      }
+  });
+}
+
 TEST_CASE("column_max_backward: the max pooling of a 4x4 image, by hand") {
   // One channel, 2x2 windows with stride 2 (rows 4 apart): the maxima 5, 7, 9, 9 sit at
   // (0,1), (1,3), (2,0) and (2,2) -- the 9 at (3,3) comes after the one at (2,2) and gets nothing.
@@ -736,7 +820,8 @@ TEST_CASE("the reductions deduce the dtype from spans and containers") {
   static_assert(has_dot<std::vector<float>&, std::vector<float>&> && !has_dot<std::vector<float>&, std::vector<double>&>);
   static_assert(unscales<std::vector<float>&> && unscales<std::span<float>>);
   static_assert(!unscales<std::vector<float>> && !unscales<const std::vector<float>&>);
-  static_assert(has_column_max<std::vector<double>&> && !has_column_max<std::vector<bfloat16>&>);
+  static_assert(has_column_max<std::vector<double>&> && has_column_max<std::vector<bfloat16>&> &&
+                !has_column_max<std::vector<std::int32_t>&>);
   static_assert(has_column_sum<std::vector<bfloat16>&, std::vector<float>&>);
   static_assert(!has_column_sum<std::vector<double>&, std::vector<float>&>);
 }

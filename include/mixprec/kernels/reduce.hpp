@@ -37,6 +37,12 @@
 
 namespace mixprec::kernels {
 
+namespace detail {
+/// What column_max_backward sums a window's gradient in: double for double, float otherwise.
+template <class T>
+using column_max_gradient_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+}  // namespace detail
+
 /// Whether every element is finite (neither inf nor NaN). Stops reading at the first block that
 /// holds a non-finite element, so a gradient that overflowed early is rejected quickly.
 template <class T>
@@ -128,19 +134,21 @@ bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
 /// order, maxima[c] = max(maxima[c], rows[r * cols + c]) with cols = maxima.size() (max pooling
 /// folds each window into its output this way). NaN propagates: a NaN already in maxima stays,
 /// and the first NaN met replaces a number, its bits kept; of equal values (-0 and +0) the
-/// earlier stays. Exact, so bit-identical on every target. float runs a Highway kernel, double
-/// a scalar loop. Throws std::invalid_argument unless rows.size() is a multiple of cols (an
-/// empty maxima takes only empty rows).
+/// earlier stays. Exact, so bit-identical on every target. bfloat16 and float16 are compared
+/// widened to float (exactly) and the maxima come back as convert<float, T> rounds them: their
+/// own values, a NaN quiet (its sign kept). float, bfloat16 and float16 run a Highway kernel,
+/// double a scalar loop. Throws std::invalid_argument unless rows.size() is a multiple of cols
+/// (an empty maxima takes only empty rows).
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+  requires detail::has_reduce_kernel<T> || std::is_same_v<T, double>
 void column_max(std::span<const T> rows, std::span<T> maxima) {
   const std::size_t cols = maxima.size();
   if (cols == 0 ? !rows.empty() : rows.size() % cols != 0)
     throw std::invalid_argument("column_max: the rows have " + std::to_string(rows.size()) +
                                 " elements, which is not a multiple of the " + std::to_string(cols) + " maxima.");
   if (rows.empty()) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::column_max_f32(rows.data(), rows.size(), maxima.data(), cols);
+  if constexpr (detail::has_reduce_kernel<T>) {
+    detail::column_max(rows.data(), rows.size(), maxima.data(), cols);
   } else {
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (detail::replaces_maximum(maxima[i % cols], rows[i])) maxima[i % cols] = rows[i];
@@ -155,14 +163,17 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
 /// window_gradient += maxima_gradient[c]; every other element stays as it was. That element is
 /// the one column_max returned, so each output's gradient reaches exactly one input. Exact up to
 /// the one add per element, so bit-identical on every target; windows of overlapping pools are
-/// summed by calling it for each in turn. float runs a Highway kernel, double a scalar loop.
-/// Throws std::invalid_argument unless row_length is a positive multiple of cols, rows > 1
-/// implies row_stride >= row_length, `window` and `window_gradient` have the same size and hold
-/// the last row, maxima_gradient matches maxima, and window_gradient overlaps none of the others.
+/// summed by calling it for each in turn. The gradient of a bfloat16 or float16 window is summed
+/// in float (window_gradient is float; the values are compared widened to float). float,
+/// bfloat16 and float16 run a Highway kernel, double a scalar loop. Throws std::invalid_argument
+/// unless row_length is a positive multiple of cols, rows > 1 implies row_stride >= row_length,
+/// `window` and `window_gradient` have the same size and hold the last row, maxima_gradient
+/// matches maxima, and window_gradient overlaps none of the others.
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+  requires detail::has_reduce_kernel<T> || std::is_same_v<T, double>
 void column_max_backward(std::span<const T> window, std::span<const T> maxima, std::span<const T> maxima_gradient,
-                         std::span<T> window_gradient, std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+                         std::span<detail::column_max_gradient_t<T>> window_gradient, std::size_t rows,
+                         std::size_t row_length, std::size_t row_stride) {
   const std::size_t cols = maxima.size();
   const auto fail = [](const std::string& why) { throw std::invalid_argument("column_max_backward: " + why); };
   if (cols == 0 || row_length == 0 || row_length % cols != 0)
@@ -180,9 +191,9 @@ void column_max_backward(std::span<const T> window, std::span<const T> maxima, s
   mixprec::detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient",
                                   "window_gradient");
   if (rows == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::column_max_backward_f32(window.data(), maxima.data(), maxima_gradient.data(),
-                                             window_gradient.data(), cols, rows, row_length, row_stride);
+  if constexpr (detail::has_reduce_kernel<T>) {
+    detail::column_max_backward(window.data(), maxima.data(), maxima_gradient.data(), window_gradient.data(), cols,
+                                rows, row_length, row_stride);
   } else {
     detail::column_max_backward_rule(window.data(), maxima.data(), maxima_gradient.data(),
                                               window_gradient.data(), cols, 0, cols, rows, row_length, row_stride);
@@ -255,17 +266,18 @@ bool unscale_and_check_finite(R&& gradients, float inv_scale) {
   return kernels::unscale_and_check_finite(detail::output_span(std::forward<R>(gradients)), inv_scale);
 }
 template <detail::input_range R, detail::output_range M>
-  requires(std::is_same_v<detail::range_element_t<M>, float> || std::is_same_v<detail::range_element_t<M>, double>) &&
+  requires(detail::has_reduce_kernel<detail::range_element_t<M>> ||
+           std::is_same_v<detail::range_element_t<M>, double>) &&
           std::is_same_v<detail::range_element_t<R>, detail::range_element_t<M>>
 void column_max(const R& rows, M&& maxima) {
   kernels::column_max(detail::input_span(rows), detail::output_span(std::forward<M>(maxima)));
 }
 template <detail::input_range W>
-  requires std::is_same_v<detail::range_element_t<W>, float> || std::is_same_v<detail::range_element_t<W>, double>
+  requires detail::has_reduce_kernel<detail::range_element_t<W>> || std::is_same_v<detail::range_element_t<W>, double>
 void column_max_backward(const W& window, std::span<const detail::range_element_t<W>> maxima,
                          std::span<const detail::range_element_t<W>> maxima_gradient,
-                         std::span<detail::range_element_t<W>> window_gradient, std::size_t rows,
-                         std::size_t row_length, std::size_t row_stride) {
+                         std::span<detail::column_max_gradient_t<detail::range_element_t<W>>> window_gradient,
+                         std::size_t rows, std::size_t row_length, std::size_t row_stride) {
   kernels::column_max_backward(detail::input_span(window), maxima, maxima_gradient, window_gradient, rows, row_length,
                                row_stride);
 }

@@ -13,8 +13,8 @@ MIXPREC_KERNELS_EXPORT(Sum);
 MIXPREC_KERNELS_EXPORT(Dot);
 MIXPREC_KERNELS_EXPORT(UnscaleAndCheckFinite);
 MIXPREC_KERNELS_EXPORT(ColumnSum);
-MIXPREC_KERNELS_EXPORT(ColumnMaxF32);
-MIXPREC_KERNELS_EXPORT(ColumnMaxBackwardF32);
+MIXPREC_KERNELS_EXPORT(ColumnMax);
+MIXPREC_KERNELS_EXPORT(ColumnMaxBackward);
 MIXPREC_KERNELS_EXPORT(BatchNormMomentsF32);
 MIXPREC_KERNELS_EXPORT(ScaleShiftColumnsF32);
 MIXPREC_KERNELS_EXPORT(BatchNormBackwardSumsF32);
@@ -47,13 +47,14 @@ void column_sum(const T* x, std::size_t n, float* sums, std::size_t cols, bool a
   MIXPREC_KERNELS_DISPATCH_FOR(ColumnSum, T)(x, n, sums, cols, accumulate);
 }
 
-MIXPREC_KERNEL_ENTRY_DEFINITION void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(ColumnMaxF32)(rows, n, maxima, cols);
+template <class T>
+void column_max(const T* rows, std::size_t n, T* maxima, std::size_t cols) {
+  MIXPREC_KERNELS_DISPATCH_FOR(ColumnMax, T)(rows, n, maxima, cols);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
-                                                std::size_t cols, std::size_t rows, std::size_t row_length,
-                                                std::size_t row_stride) {
-  MIXPREC_KERNELS_DISPATCH(ColumnMaxBackwardF32)(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride);
+template <class T>
+void column_max_backward(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols, std::size_t rows,
+                         std::size_t row_length, std::size_t row_stride) {
+  MIXPREC_KERNELS_DISPATCH_FOR(ColumnMaxBackward, T)(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride);
 }
 MIXPREC_KERNEL_ENTRY_DEFINITION void batch_norm_moments_f32(const float* x, std::size_t n, std::size_t cols, double* mean,
                                                double* variance) {
@@ -83,7 +84,9 @@ MIXPREC_KERNEL_ENTRY_DEFINITION void batch_norm_input_gradient_f32(const float* 
   template float sum(const T*, std::size_t);                      \
   template float dot(const T*, const T*, std::size_t);            \
   template bool unscale_and_check_finite(T*, std::size_t, float); \
-  template void column_sum(const T*, std::size_t, float*, std::size_t, bool);
+  template void column_sum(const T*, std::size_t, float*, std::size_t, bool);  \
+  template void column_max(const T*, std::size_t, T*, std::size_t);            \
+  template void column_max_backward(const T*, const T*, const T*, float*, std::size_t, std::size_t, std::size_t, std::size_t);
 MIXPREC_KERNELS_INSTANTIATE_REDUCE(float)
 MIXPREC_KERNELS_INSTANTIATE_REDUCE(bfloat16)
 MIXPREC_KERNELS_INSTANTIATE_REDUCE(float16)

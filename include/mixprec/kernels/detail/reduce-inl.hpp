@@ -19,6 +19,7 @@
 #include <utility>
 
 #include <hwy/highway.h>
+#include <mixprec/core/cast.hpp>
 #include <mixprec/core/detail/minifloat_codec.hpp>
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/detail/batch_norm_rule.hpp>
@@ -165,55 +166,62 @@ HWY_INLINE std::size_t for_each_column_block(std::size_t cols, Block&& block, st
 
 /// Columns [c, c + Vectors * lanes) of column_max: the maxima stay in registers while the rows
 /// stream by, with a lane-wise select (no arithmetic, so no target can round differently).
-template <std::size_t Vectors>
-HWY_INLINE void ColumnMaxBlock(const float* rows, std::size_t n, float* maxima, std::size_t cols, std::size_t c) {
-  const DF df;
-  const std::size_t lanes = hn::Lanes(df);
+/// 16-bit values are compared widened to float (exactly) and the maxima stored back as
+/// convert<float, T> rounds them: unchanged, but for a NaN, which comes back quiet.
+template <std::size_t Vectors, class T>
+HWY_INLINE void ColumnMaxBlock(const T* rows, std::size_t n, T* maxima, std::size_t cols, std::size_t c) {
+  const std::size_t lanes = hn::Lanes(DF());
   hn::Vec<DF> largest[Vectors];
-  unroll<Vectors>([&](auto v) { largest[v] = hn::LoadU(df, maxima + c + v * lanes); });
+  unroll<Vectors>([&](auto v) { largest[v] = load_as_f32(maxima + c + v * lanes); });
   for (std::size_t row = c; row < n; row += cols) {
     unroll<Vectors>([&](auto v) {
-      const auto value = hn::LoadU(df, rows + row + v * lanes);
+      const auto value = load_as_f32(rows + row + v * lanes);
       const auto replaces = hn::AndNot(hn::IsNaN(largest[v]), hn::Or(hn::IsNaN(value), hn::Gt(value, largest[v])));
       largest[v] = hn::IfThenElse(replaces, value, largest[v]);
     });
   }
-  unroll<Vectors>([&](auto v) { hn::StoreU(largest[v], df, maxima + c + v * lanes); });
+  unroll<Vectors>([&](auto v) { store_as(largest[v], maxima + c + v * lanes); });
 }
 
-/// Column blocks, then the columns past the last whole vector with the scalar step.
-template <class = void>
-void ColumnMaxF32(const float* rows, std::size_t n, float* maxima, std::size_t cols) {
+/// Column blocks, then the columns past the last whole vector with the scalar step (in float,
+/// rounded back once, as the blocks do).
+template <class T>
+void ColumnMax(const T* rows, std::size_t n, T* maxima, std::size_t cols) {
   const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
     ColumnMaxBlock<decltype(vectors)::value>(rows, n, maxima, cols, c);
   });
-  for (std::size_t row = 0; tail < cols && row < n; row += cols)
-    for (std::size_t j = tail; j < cols; ++j)
-      if (kernels::detail::replaces_maximum(maxima[j], rows[row + j])) maxima[j] = rows[row + j];
+  for (std::size_t j = tail; j < cols && n > 0; ++j) {
+    float largest = static_cast<float>(maxima[j]);
+    for (std::size_t row = 0; row < n; row += cols)
+      if (kernels::detail::replaces_maximum(largest, static_cast<float>(rows[row + j])))
+        largest = static_cast<float>(rows[row + j]);
+    maxima[j] = cast<T>(largest);
+  }
 }
 
 /// Columns [c, c + Vectors * lanes) of column_max_backward: which lanes have routed their
 /// gradient stays in registers while the window's elements stream by; an element takes the
-/// gradient (one add) only in the lanes where it is the first to hold the maximum.
-template <std::size_t Vectors>
-HWY_INLINE void ColumnMaxBackwardBlock(const float* x, const float* maxima, const float* dmaxima, float* dx,
-                                       std::size_t cols, std::size_t rows, std::size_t row_length,
-                                       std::size_t row_stride, std::size_t c) {
+/// gradient (one add to its float dx) only in the lanes where it is the first to hold the
+/// maximum. 16-bit values are compared widened to float.
+template <std::size_t Vectors, class T>
+HWY_INLINE void ColumnMaxBackwardBlock(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols,
+                                       std::size_t rows, std::size_t row_length, std::size_t row_stride,
+                                       std::size_t c) {
   const DF df;
   using M = hn::Mask<DF>;
   const std::size_t lanes = hn::Lanes(df);
   hn::Vec<DF> maximum[Vectors], gradient[Vectors];
   M maximum_is_nan[Vectors], routed[Vectors];
   unroll<Vectors>([&](auto v) {
-    maximum[v] = hn::LoadU(df, maxima + c + v * lanes);
-    gradient[v] = hn::LoadU(df, dmaxima + c + v * lanes);
+    maximum[v] = load_as_f32(maxima + c + v * lanes);
+    gradient[v] = load_as_f32(dmaxima + c + v * lanes);
     maximum_is_nan[v] = hn::IsNaN(maximum[v]);
     routed[v] = hn::FirstN(df, 0);
   });
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length; at += cols)
       unroll<Vectors>([&](auto v) {
-        const auto value = hn::LoadU(df, x + at + v * lanes);
+        const auto value = load_as_f32(x + at + v * lanes);
         const M holds = hn::Or(hn::Eq(value, maximum[v]), hn::And(hn::IsNaN(value), maximum_is_nan[v]));
         const M first = hn::AndNot(routed[v], holds);
         if (hn::AllFalse(df, first)) return;
@@ -224,9 +232,9 @@ HWY_INLINE void ColumnMaxBackwardBlock(const float* x, const float* maxima, cons
       });
 }
 
-template <class = void>
-void ColumnMaxBackwardF32(const float* x, const float* maxima, const float* dmaxima, float* dx, std::size_t cols,
-                          std::size_t rows, std::size_t row_length, std::size_t row_stride) {
+template <class T>
+void ColumnMaxBackward(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols, std::size_t rows,
+                       std::size_t row_length, std::size_t row_stride) {
   const std::size_t tail = for_each_column_block(cols, [&](auto vectors, std::size_t c) {
     ColumnMaxBackwardBlock<decltype(vectors)::value>(x, maxima, dmaxima, dx, cols, rows, row_length, row_stride, c);
   });

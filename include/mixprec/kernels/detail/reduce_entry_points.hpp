@@ -40,16 +40,17 @@ bool unscale_and_check_finite(T* g, std::size_t n, float inv_scale);
 template <class T>
 void column_sum(const T* x, std::size_t n, float* sums, std::size_t cols, bool accumulate);
 
-/// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order;
-/// n is a multiple of cols, cols > 0.
-MIXPREC_KERNEL_ENTRY void column_max_f32(const float* rows, std::size_t n, float* maxima, std::size_t cols);
+/// maxima[c] = running maximum of maxima[c] and rows[r * cols + c] over the rows, in order,
+/// compared in float; n is a multiple of cols, cols > 0.
+template <class T>
+void column_max(const T* rows, std::size_t n, T* maxima, std::size_t cols);
 /// The adjoint of column_max over a window of `rows` rows of `row_length` elements (a multiple
 /// of cols), row r starting at element r * row_stride of x and dx: for every column c, the first
 /// element of the window (in row order) equal to maxima[c], or NaN where maxima[c] is NaN, gets
-/// dx += dmaxima[c]; every other element of dx stays as it was.
-MIXPREC_KERNEL_ENTRY void column_max_backward_f32(const float* x, const float* maxima, const float* dmaxima, float* dx,
-                                                std::size_t cols, std::size_t rows, std::size_t row_length,
-                                                std::size_t row_stride);
+/// dx += dmaxima[c] (in float); every other element of dx stays as it was.
+template <class T>
+void column_max_backward(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols, std::size_t rows,
+                         std::size_t row_length, std::size_t row_stride);
 /// Batch normalization over the columns of a row-major n / cols x cols matrix (n a multiple of
 /// cols, cols > 0), with the arithmetic of batch_norm_rule.hpp: the column means and biased
 /// variances (double); y = x * scale + shift per column (y may be x); the column sums of dy and
@@ -82,18 +83,18 @@ bool holds_maximum(T value, T maximum) {
 }
 
 /// column_max_backward's rule for columns [first, end): each column's gradient goes to the
-/// first element of the window that holds its maximum. The kernel's scalar tail and the double
-/// path both run it.
-template <class T>
-void column_max_backward_rule(const T* x, const T* maxima, const T* dmaxima, T* dx, std::size_t cols,
+/// first element of the window that holds its maximum, compared and added in A (float, or double
+/// for double). The kernel's scalar tail and the double path both run it.
+template <class T, class A>
+void column_max_backward_rule(const T* x, const T* maxima, const T* dmaxima, A* dx, std::size_t cols,
                               std::size_t first, std::size_t end, std::size_t rows, std::size_t row_length,
                               std::size_t row_stride) {
   for (std::size_t j = first; j < end; ++j) {
     bool routed = false;
     for (std::size_t r = 0; r < rows && !routed; ++r)
       for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length && !routed; at += cols)
-        if (holds_maximum(x[at], maxima[j])) {
-          dx[at] += dmaxima[j];
+        if (holds_maximum(static_cast<A>(x[at]), static_cast<A>(maxima[j]))) {
+          dx[at] += static_cast<A>(dmaxima[j]);
           routed = true;
         }
   }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/cast.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers/detail/math.hpp>
@@ -51,11 +52,9 @@ struct max_pooling2d : detail::weightless_kind {
       if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
         route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, dx);
       } else {
-        // 16-bit values widen exactly; the gradients of overlapping windows sum in float32.
+        // The gradients of overlapping windows sum in float32, rounded once.
         const std::span<float> sums = detail::scratch_buffer<float>(dx.size());
-        route<float>(detail::widened<float>(part.inputs(a.x)),
-                     detail::widened<float>(part.outputs(a.y)),
-                     detail::widened<float>(part.outputs(a.dy)), part.geometry, sums);
+        route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
         kernels::convert<float, C>(sums, dx);
       }
     });
@@ -67,24 +66,14 @@ struct max_pooling2d : detail::weightless_kind {
   }
 
   /// MaxPooling2D, NHWC: each window row is folded into its output pixel by column_max. A window
-  /// holding NaN gives its first NaN (in ky, kx order), bits kept. "same" windows ignore the padding.
+  /// holding NaN gives its first NaN (in ky, kx order), bits kept (16-bit: quiet, sign kept, as
+  /// column_max rounds). "same" windows ignore the padding.
   template <class C>
   static void pool(std::span<const C> x, const detail::conv_geometry& g, std::span<C> y) {
-    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
-      std::fill(y.begin(), y.end(), -std::numeric_limits<C>::infinity());
-      detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
-        kernels::column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
-      });
-    } else {
-      // 16-bit dtypes widen to float exactly, so pooling there and rounding back returns the
-      // maximum's own value (a NaN comes back quiet, its sign kept); both conversions are vectorized.
-      const detail::scratch_scope scope;
-      const std::span<float> wide = detail::scratch_buffer<float>(x.size());
-      const std::span<float> pooled = detail::scratch_buffer<float>(y.size());
-      kernels::convert<C, float>(x, wide);
-      pool<float>(wide, g, pooled);
-      kernels::convert<float, C>(pooled, y);
-    }
+    std::fill(y.begin(), y.end(), cast<C>(-std::numeric_limits<float>::infinity()));
+    detail::for_each_window_run(g, [&](std::size_t out, std::size_t, std::size_t slots, std::size_t in) {
+      kernels::column_max<C>(x.subspan(in * g.channels, slots * g.channels), y.subspan(out * g.channels, g.channels));
+    });
   }
 
  private:
@@ -99,16 +88,17 @@ struct max_pooling2d : detail::weightless_kind {
   }
 
   /// dx = 0, then each output's gradient added to the first input of its window that holds the
-  /// maximum (column_max_backward, one window at a time: overlapping windows sum in order).
-  template <class A>
-  static void route(std::span<const A> x, std::span<const A> y, std::span<const A> dy, const detail::conv_geometry& g,
+  /// maximum (column_max_backward, one window at a time: overlapping windows sum in order, in A:
+  /// C, or float for 16-bit C).
+  template <class C, class A>
+  static void route(std::span<const C> x, std::span<const C> y, std::span<const C> dy, const detail::conv_geometry& g,
                     std::span<A> dx) {
     std::fill(dx.begin(), dx.end(), A(0));
     const std::size_t c = g.channels, row_stride = g.width * c;
     detail::for_each_window(g, [&](std::size_t out, const detail::window_part& w) {
       const std::size_t first = w.first_input_pixel * c, row_length = w.columns * c;
       const std::size_t extent = (w.rows - 1) * row_stride + row_length;
-      kernels::column_max_backward<A>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
+      kernels::column_max_backward<C>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
                              dx.subspan(first, extent), w.rows, row_length, row_stride);
     });
   }
