@@ -176,12 +176,8 @@ void activate(activation a, std::span<const T> x, std::span<T> y) {
   detail::check_exact_alias_or_disjoint(x.data(), y.data(), x.size(), "activate");
   if (a == activation::linear) {
     if (x.data() != y.data()) std::copy(x.begin(), x.end(), y.begin());
-  } else if constexpr (std::is_same_v<T, float>) {
-    detail::activate_f32(a, x.data(), y.data(), x.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::activate_bf16(a, x.data(), y.data(), x.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::activate_f16(a, x.data(), y.data(), x.size());
+  } else if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::activate(a, x.data(), y.data(), x.size());
   } else {
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = detail::activate_f64(a, x[i]);
   }
@@ -212,12 +208,8 @@ void activation_backward(activation a, std::span<const T> x, std::span<const T> 
   detail::check_gradient_outputs(x.data(), dy.data(), dx.data(), dx.size(), "activation_backward", "x");
   if (a == activation::linear) {
     if (dy.data() != dx.data()) std::copy(dy.begin(), dy.end(), dx.begin());
-  } else if constexpr (std::is_same_v<T, float>) {
-    detail::activation_backward_f32(a, x.data(), dy.data(), dx.data(), dx.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::activation_backward_bf16(a, x.data(), dy.data(), dx.data(), dx.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::activation_backward_f16(a, x.data(), dy.data(), dx.data(), dx.size());
+  } else if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::activation_backward(a, x.data(), dy.data(), dx.data(), dx.size());
   } else {
     for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = detail::activation_backward_f64(a, x[i], dy[i]);
   }
@@ -255,12 +247,8 @@ void bias_add(std::span<T> rows, std::span<const T> bias) {
     throw std::invalid_argument("bias_add: the rows have " + std::to_string(rows.size()) +
                                 " elements, which is not a multiple of the bias size " + std::to_string(bias.size()) + ".");
   if (rows.empty()) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::bias_add_f32(rows.data(), rows.size(), bias.data(), bias.size());
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::bias_add_bf16(rows.data(), rows.size(), bias.data(), bias.size());
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::bias_add_f16(rows.data(), rows.size(), bias.data(), bias.size());
+  if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::bias_add(rows.data(), rows.size(), bias.data(), bias.size());
   } else {
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] += bias[i % bias.size()];
   }
@@ -278,12 +266,8 @@ void softmax_rows(std::span<const T> x, std::span<T> y, std::size_t cols) {
   mixprec::detail::check_same_size(x.size(), y.size(), "softmax_rows");
   detail::check_exact_alias_or_disjoint(x.data(), y.data(), x.size(), "softmax_rows");
   if (x.empty()) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::softmax_rows_f32(x.data(), y.data(), x.size(), cols);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::softmax_rows_bf16(x.data(), y.data(), x.size(), cols);
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::softmax_rows_f16(x.data(), y.data(), x.size(), cols);
+  if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::softmax_rows(x.data(), y.data(), x.size(), cols);
   } else {
     for (std::size_t start = 0; start < x.size(); start += cols) {
       const auto row = x.subspan(start, cols);
@@ -309,12 +293,8 @@ void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::spa
   detail::check_gradient_sizes(y.size(), dy.size(), dx.size(), "softmax_rows_backward", "y");
   detail::check_gradient_outputs(y.data(), dy.data(), dx.data(), dx.size(), "softmax_rows_backward", "y");
   if (y.empty()) return;
-  if constexpr (std::is_same_v<T, float>) {
-    detail::softmax_rows_backward_f32(y.data(), dy.data(), dx.data(), y.size(), cols);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::softmax_rows_backward_bf16(y.data(), dy.data(), dx.data(), y.size(), cols);
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::softmax_rows_backward_f16(y.data(), dy.data(), dx.data(), y.size(), cols);
+  if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::softmax_rows_backward(y.data(), dy.data(), dx.data(), y.size(), cols);
   } else {
     for (std::size_t start = 0; start < y.size(); start += cols) {
       double weighted_sum = 0.0;
@@ -342,12 +322,8 @@ void bias_activation(std::span<const float> acc, std::span<const T> bias, activa
                                 " elements but cols = " + std::to_string(cols) + "; it must be empty or match.");
   if (acc.empty()) return;
   const T* b = bias.empty() ? nullptr : bias.data();
-  if constexpr (std::is_same_v<T, float>) {
-    detail::bias_activation_f32(acc.data(), b, a, y.data(), acc.size(), cols);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    detail::bias_activation_bf16(acc.data(), b, a, y.data(), acc.size(), cols);
-  } else if constexpr (std::is_same_v<T, float16>) {
-    detail::bias_activation_f16(acc.data(), b, a, y.data(), acc.size(), cols);
+  if constexpr (detail::has_elementwise_kernel<T>) {
+    detail::bias_activation(acc.data(), b, a, y.data(), acc.size(), cols);
   } else {
     for (std::size_t i = 0; i < acc.size(); ++i)
       y[i] = detail::activate_f64(a, static_cast<double>(acc[i]) + (b == nullptr ? 0.0 : b[i % cols]));

@@ -181,15 +181,10 @@ void sgd_update(std::span<V> w, std::span<const V> g, std::span<V> velocity, con
   detail::check_apart("sgd_update", {{std::as_bytes(w), "w"}, {std::as_bytes(g), "g"}, {std::as_bytes(velocity), "velocity"}});
   if (n == 0) return;
   V* const slot = velocity.empty() ? nullptr : velocity.data();
-  if constexpr (!std::is_same_v<V, double>) {
+  if constexpr (detail::has_optimizer_kernel<V>) {
     detail::for_each_block(n, [&](std::size_t first, std::size_t count) {
       V* const velocity_block = slot == nullptr ? nullptr : slot + first;
-      if constexpr (std::is_same_v<V, float>)
-        detail::sgd_update_f32(w.data() + first, g.data() + first, velocity_block, count, step);
-      else if constexpr (std::is_same_v<V, bfloat16>)
-        detail::sgd_update_bf16(w.data() + first, g.data() + first, velocity_block, count, step);
-      else
-        detail::sgd_update_f16(w.data() + first, g.data() + first, velocity_block, count, step);
+      detail::sgd_update(w.data() + first, g.data() + first, velocity_block, count, step);
     });
   } else {
     const double lr = step.learning_rate, wd = step.weight_decay, momentum = step.momentum;
@@ -243,15 +238,8 @@ void adam_update(std::span<V> w, std::span<const V> g, std::span<V> m, std::span
     const detail::adam_scalars scalars = detail::float32_adam_scalars(step);
     detail::for_each_block(n, [&](std::size_t first, std::size_t count) {
       V* const v_hat_block = amsgrad == nullptr ? nullptr : amsgrad + first;
-      if constexpr (std::is_same_v<V, float>)
-        detail::adam_update_f32(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
-                                count, scalars);
-      else if constexpr (std::is_same_v<V, bfloat16>)
-        detail::adam_update_bf16(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
-                                 count, scalars);
-      else
-        detail::adam_update_f16(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block,
-                                count, scalars);
+      detail::adam_update(w.data() + first, g.data() + first, m.data() + first, v.data() + first, v_hat_block, count,
+                          scalars);
     });
   }
 }
@@ -264,12 +252,8 @@ template <class V>
 void clip_by_value(std::span<V> g, float clip) {
   if (!(clip >= 0.0f))
     throw std::invalid_argument("clip_by_value: clip must be >= 0; got " + mixprec::detail::number_text(clip) + ".");
-  if constexpr (std::is_same_v<V, float>) {
-    detail::clip_by_value_f32(g.data(), g.size(), clip);
-  } else if constexpr (std::is_same_v<V, bfloat16>) {
-    detail::clip_by_value_bf16(g.data(), g.size(), clip);
-  } else if constexpr (std::is_same_v<V, float16>) {
-    detail::clip_by_value_f16(g.data(), g.size(), clip);
+  if constexpr (detail::has_optimizer_kernel<V>) {
+    detail::clip_by_value(g.data(), g.size(), clip);
   } else {
     const double upper = clip;
     for (double& x : g) x = x > upper ? upper : (x < -upper ? -upper : x);
@@ -283,12 +267,8 @@ void clip_by_value(std::span<V> g, float clip) {
 template <class V>
   requires ComputeDType<V>
 void scale(std::span<V> g, float multiplier, float divisor) {
-  if constexpr (std::is_same_v<V, float>) {
-    detail::scale_f32(g.data(), g.size(), multiplier, divisor);
-  } else if constexpr (std::is_same_v<V, bfloat16>) {
-    detail::scale_bf16(g.data(), g.size(), multiplier, divisor);
-  } else if constexpr (std::is_same_v<V, float16>) {
-    detail::scale_f16(g.data(), g.size(), multiplier, divisor);
+  if constexpr (detail::has_optimizer_kernel<V>) {
+    detail::scale(g.data(), g.size(), multiplier, divisor);
   } else {
     for (double& x : g) x = x * multiplier / divisor;
   }

@@ -7,94 +7,59 @@
 
 namespace mixprec::kernels {
 
-MIXPREC_KERNELS_EXPORT(ActivateF32);
-MIXPREC_KERNELS_EXPORT(ActivateBF16);
-MIXPREC_KERNELS_EXPORT(ActivateF16);
-MIXPREC_KERNELS_EXPORT(ActivationBackwardF32);
-MIXPREC_KERNELS_EXPORT(ActivationBackwardBF16);
-MIXPREC_KERNELS_EXPORT(ActivationBackwardF16);
-MIXPREC_KERNELS_EXPORT(BiasAddF32);
-MIXPREC_KERNELS_EXPORT(BiasAddBF16);
-MIXPREC_KERNELS_EXPORT(BiasAddF16);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsF32);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsBF16);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsF16);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsBackwardF32);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsBackwardBF16);
-MIXPREC_KERNELS_EXPORT(SoftmaxRowsBackwardF16);
+MIXPREC_KERNELS_EXPORT(Activate);
+MIXPREC_KERNELS_EXPORT(ActivationBackward);
+MIXPREC_KERNELS_EXPORT(BiasAdd);
+MIXPREC_KERNELS_EXPORT(SoftmaxRows);
+MIXPREC_KERNELS_EXPORT(SoftmaxRowsBackward);
+MIXPREC_KERNELS_EXPORT(BiasActivation);
 MIXPREC_KERNELS_EXPORT(AddRowsF32);
-MIXPREC_KERNELS_EXPORT(BiasActivationF32);
-MIXPREC_KERNELS_EXPORT(BiasActivationBF16);
-MIXPREC_KERNELS_EXPORT(BiasActivationF16);
 
 namespace detail {
 
-MIXPREC_KERNEL_ENTRY_DEFINITION void activate_f32(activation a, const float* x, float* y, std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivateF32)(a, x, y, n);
+template <class T>
+void activate(activation a, const T* x, T* y, std::size_t n) {
+  MIXPREC_KERNELS_DISPATCH_FOR(Activate, T)(a, x, y, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void activate_bf16(activation a, const bfloat16* x, bfloat16* y, std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivateBF16)(a, x, y, n);
+template <class T>
+void activation_backward(activation a, const T* x, const T* dy, T* dx, std::size_t n) {
+  MIXPREC_KERNELS_DISPATCH_FOR(ActivationBackward, T)(a, x, dy, dx, n);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void activate_f16(activation a, const float16* x, float16* y, std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivateF16)(a, x, y, n);
+template <class T>
+void bias_add(T* rows, std::size_t n, const T* bias, std::size_t cols) {
+  MIXPREC_KERNELS_DISPATCH_FOR(BiasAdd, T)(rows, n, bias, cols);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void activation_backward_f32(activation a, const float* x, const float* dy, float* dx, std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivationBackwardF32)(a, x, dy, dx, n);
+template <class T>
+void softmax_rows(const T* x, T* y, std::size_t n, std::size_t cols) {
+  MIXPREC_KERNELS_DISPATCH_FOR(SoftmaxRows, T)(x, y, n, cols);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void activation_backward_bf16(activation a, const bfloat16* x, const bfloat16* dy, bfloat16* dx,
-    std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivationBackwardBF16)(a, x, dy, dx, n);
+template <class T>
+void softmax_rows_backward(const T* y, const T* dy, T* dx, std::size_t n, std::size_t cols) {
+  MIXPREC_KERNELS_DISPATCH_FOR(SoftmaxRowsBackward, T)(y, dy, dx, n, cols);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
-    std::size_t n) {
-  MIXPREC_KERNELS_DISPATCH(ActivationBackwardF16)(a, x, dy, dx, n);
+template <class T>
+void bias_activation(const float* acc, const T* bias, activation a, T* y, std::size_t n, std::size_t cols) {
+  MIXPREC_KERNELS_DISPATCH_FOR(BiasActivation, T)(acc, bias, a, y, n, cols);
 }
+
 MIXPREC_KERNEL_ENTRY_DEFINITION void add_rows_f32(const float* from, std::size_t from_stride, float* to, std::size_t to_stride,
                                      std::size_t rows, std::size_t row_length) {
   MIXPREC_KERNELS_DISPATCH(AddRowsF32)(from, from_stride, to, to_stride, rows, row_length);
 }
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasAddF32)(rows, n, bias, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_add_bf16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasAddBF16)(rows, n, bias, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_add_f16(float16* rows, std::size_t n, const float16* bias, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasAddF16)(rows, n, bias, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_f32(const float* x, float* y, std::size_t n, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsF32)(x, y, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_bf16(const bfloat16* x, bfloat16* y, std::size_t n, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsBF16)(x, y, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_f16(const float16* x, float16* y, std::size_t n, std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsF16)(x, y, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_backward_f32(const float* y, const float* dy, float* dx, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsBackwardF32)(y, dy, dx, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_backward_bf16(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsBackwardBF16)(y, dy, dx, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void softmax_rows_backward_f16(const float16* y, const float16* dy, float16* dx, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(SoftmaxRowsBackwardF16)(y, dy, dx, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_activation_f32(const float* acc, const float* bias, activation a, float* y, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasActivationF32)(acc, bias, a, y, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_activation_bf16(const float* acc, const bfloat16* bias, activation a, bfloat16* y, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasActivationBF16)(acc, bias, a, y, n, cols);
-}
-MIXPREC_KERNEL_ENTRY_DEFINITION void bias_activation_f16(const float* acc, const float16* bias, activation a, float16* y, std::size_t n,
-    std::size_t cols) {
-  MIXPREC_KERNELS_DISPATCH(BiasActivationF16)(acc, bias, a, y, n, cols);
-}
+#ifdef MIXPREC_SEPARATE_KERNELS
+// Single-TU mode: the entry points of every dtype of has_elementwise_kernel.
+#define MIXPREC_KERNELS_INSTANTIATE_ELEMENTWISE(T)                                                \
+  template void activate(activation, const T*, T*, std::size_t);                                  \
+  template void activation_backward(activation, const T*, const T*, T*, std::size_t);             \
+  template void bias_add(T*, std::size_t, const T*, std::size_t);                                 \
+  template void softmax_rows(const T*, T*, std::size_t, std::size_t);                             \
+  template void softmax_rows_backward(const T*, const T*, T*, std::size_t, std::size_t);          \
+  template void bias_activation(const float*, const T*, activation, T*, std::size_t, std::size_t);
+MIXPREC_KERNELS_INSTANTIATE_ELEMENTWISE(float)
+MIXPREC_KERNELS_INSTANTIATE_ELEMENTWISE(bfloat16)
+MIXPREC_KERNELS_INSTANTIATE_ELEMENTWISE(float16)
+#undef MIXPREC_KERNELS_INSTANTIATE_ELEMENTWISE
+#endif
 
 }  // namespace detail
 }  // namespace mixprec::kernels

@@ -498,61 +498,6 @@ void BiasActivation(const float* acc, const T* bias, activation a, T* y, std::si
   }
 }
 
-template <class = void>
-void ActivateF32(activation a, const float* x, float* y, std::size_t n) { Activate(a, x, y, n); }
-template <class = void>
-void ActivateBF16(activation a, const bfloat16* x, bfloat16* y, std::size_t n) { Activate(a, x, y, n); }
-template <class = void>
-void ActivateF16(activation a, const float16* x, float16* y, std::size_t n) { Activate(a, x, y, n); }
-template <class = void>
-void ActivationBackwardF32(activation a, const float* x, const float* dy, float* dx, std::size_t n) {
-  ActivationBackward(a, x, dy, dx, n);
-}
-template <class = void>
-void ActivationBackwardBF16(activation a, const bfloat16* x, const bfloat16* dy, bfloat16* dx, std::size_t n) {
-  ActivationBackward(a, x, dy, dx, n);
-}
-template <class = void>
-void ActivationBackwardF16(activation a, const float16* x, const float16* dy, float16* dx, std::size_t n) {
-  ActivationBackward(a, x, dy, dx, n);
-}
-template <class = void>
-void BiasAddF32(float* rows, std::size_t n, const float* bias, std::size_t cols) { BiasAdd(rows, n, bias, cols); }
-template <class = void>
-void BiasAddBF16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols) { BiasAdd(rows, n, bias, cols); }
-template <class = void>
-void BiasAddF16(float16* rows, std::size_t n, const float16* bias, std::size_t cols) { BiasAdd(rows, n, bias, cols); }
-template <class = void>
-void SoftmaxRowsF32(const float* x, float* y, std::size_t n, std::size_t cols) { SoftmaxRows(x, y, n, cols); }
-template <class = void>
-void SoftmaxRowsBF16(const bfloat16* x, bfloat16* y, std::size_t n, std::size_t cols) { SoftmaxRows(x, y, n, cols); }
-template <class = void>
-void SoftmaxRowsF16(const float16* x, float16* y, std::size_t n, std::size_t cols) { SoftmaxRows(x, y, n, cols); }
-template <class = void>
-void SoftmaxRowsBackwardF32(const float* y, const float* dy, float* dx, std::size_t n, std::size_t cols) {
-  SoftmaxRowsBackward(y, dy, dx, n, cols);
-}
-template <class = void>
-void SoftmaxRowsBackwardBF16(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n, std::size_t cols) {
-  SoftmaxRowsBackward(y, dy, dx, n, cols);
-}
-template <class = void>
-void SoftmaxRowsBackwardF16(const float16* y, const float16* dy, float16* dx, std::size_t n, std::size_t cols) {
-  SoftmaxRowsBackward(y, dy, dx, n, cols);
-}
-template <class = void>
-void BiasActivationF32(const float* acc, const float* bias, activation a, float* y, std::size_t n, std::size_t cols) {
-  BiasActivation(acc, bias, a, y, n, cols);
-}
-template <class = void>
-void BiasActivationBF16(const float* acc, const bfloat16* bias, activation a, bfloat16* y, std::size_t n, std::size_t cols) {
-  BiasActivation(acc, bias, a, y, n, cols);
-}
-template <class = void>
-void BiasActivationF16(const float* acc, const float16* bias, activation a, float16* y, std::size_t n, std::size_t cols) {
-  BiasActivation(acc, bias, a, y, n, cols);
-}
-
 MIXPREC_KERNELS_END
 
 #endif  // toggle guard

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/activation.hpp>
@@ -14,36 +15,32 @@ namespace mixprec::kernels {
 
 namespace detail {
 
-MIXPREC_KERNEL_ENTRY void activate_f32(activation a, const float* x, float* y, std::size_t n);
-MIXPREC_KERNEL_ENTRY void activate_bf16(activation a, const bfloat16* x, bfloat16* y, std::size_t n);
-MIXPREC_KERNEL_ENTRY void activate_f16(activation a, const float16* x, float16* y, std::size_t n);
-MIXPREC_KERNEL_ENTRY void activation_backward_f32(activation a, const float* x, const float* dy, float* dx, std::size_t n);
-MIXPREC_KERNEL_ENTRY void activation_backward_bf16(activation a, const bfloat16* x, const bfloat16* dy, bfloat16* dx,
-                                                 std::size_t n);
-MIXPREC_KERNEL_ENTRY void activation_backward_f16(activation a, const float16* x, const float16* dy, float16* dx,
-                                                std::size_t n);
+/// The dtypes the elementwise kernels take (elementwise.hpp runs scalar loops for double). The
+/// entry points below, add_rows_f32 (float only) aside, are templates over them in both modes:
+/// header-only mode compiles a dtype's kernel where it is called; in single-TU mode the kernels'
+/// translation unit instantiates them for each of these dtypes (dispatch_elementwise.hpp) and
+/// every other one sees these declarations.
+template <class T>
+inline constexpr bool has_elementwise_kernel =
+    std::is_same_v<T, float> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
+
+template <class T>
+void activate(activation a, const T* x, T* y, std::size_t n);
+template <class T>
+void activation_backward(activation a, const T* x, const T* dy, T* dx, std::size_t n);
+template <class T>
+void bias_add(T* rows, std::size_t n, const T* bias, std::size_t cols);
+template <class T>
+void softmax_rows(const T* x, T* y, std::size_t n, std::size_t cols);
+template <class T>
+void softmax_rows_backward(const T* y, const T* dy, T* dx, std::size_t n, std::size_t cols);
+/// bias == nullptr: no bias.
+template <class T>
+void bias_activation(const float* acc, const T* bias, activation a, T* y, std::size_t n, std::size_t cols);
+
 /// to[r * to_stride + i] += from[r * from_stride + i] for r < rows, i < row_length, rows in order.
 MIXPREC_KERNEL_ENTRY void add_rows_f32(const float* from, std::size_t from_stride, float* to, std::size_t to_stride,
                                      std::size_t rows, std::size_t row_length);
-MIXPREC_KERNEL_ENTRY void bias_add_f32(float* rows, std::size_t n, const float* bias, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void bias_add_bf16(bfloat16* rows, std::size_t n, const bfloat16* bias, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void bias_add_f16(float16* rows, std::size_t n, const float16* bias, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_f32(const float* x, float* y, std::size_t n, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_bf16(const bfloat16* x, bfloat16* y, std::size_t n, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_f16(const float16* x, float16* y, std::size_t n, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_backward_f32(const float* y, const float* dy, float* dx, std::size_t n,
-                                                  std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_backward_bf16(const bfloat16* y, const bfloat16* dy, bfloat16* dx, std::size_t n,
-                                                   std::size_t cols);
-MIXPREC_KERNEL_ENTRY void softmax_rows_backward_f16(const float16* y, const float16* dy, float16* dx, std::size_t n,
-                                                  std::size_t cols);
-/// bias == nullptr: no bias.
-MIXPREC_KERNEL_ENTRY void bias_activation_f32(const float* acc, const float* bias, activation a, float* y, std::size_t n,
-                                            std::size_t cols);
-MIXPREC_KERNEL_ENTRY void bias_activation_bf16(const float* acc, const bfloat16* bias, activation a, bfloat16* y,
-                                             std::size_t n, std::size_t cols);
-MIXPREC_KERNEL_ENTRY void bias_activation_f16(const float* acc, const float16* bias, activation a, float16* y,
-                                            std::size_t n, std::size_t cols);
 
 }  // namespace detail
 }  // namespace mixprec::kernels

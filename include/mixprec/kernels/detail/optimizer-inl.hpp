@@ -134,46 +134,6 @@ void Scale(V* g, std::size_t n, float multiplier, float divisor) {
   });
 }
 
-template <class = void>
-void SgdUpdateF32(float* w, const float* g, float* velocity, std::size_t n, const sgd_step& step) {
-  SgdUpdate(w, g, velocity, n, step);
-}
-template <class = void>
-void SgdUpdateBF16(bfloat16* w, const bfloat16* g, bfloat16* velocity, std::size_t n, const sgd_step& step) {
-  SgdUpdate(w, g, velocity, n, step);
-}
-template <class = void>
-void SgdUpdateF16(float16* w, const float16* g, float16* velocity, std::size_t n, const sgd_step& step) {
-  SgdUpdate(w, g, velocity, n, step);
-}
-template <class = void>
-void AdamUpdateF32(float* w, const float* g, float* m, float* v, float* v_hat, std::size_t n,
-                   const detail::adam_scalars& step) {
-  AdamUpdate(w, g, m, v, v_hat, n, step);
-}
-template <class = void>
-void AdamUpdateBF16(bfloat16* w, const bfloat16* g, bfloat16* m, bfloat16* v, bfloat16* v_hat, std::size_t n,
-                    const detail::adam_scalars& step) {
-  AdamUpdate(w, g, m, v, v_hat, n, step);
-}
-template <class = void>
-void AdamUpdateF16(float16* w, const float16* g, float16* m, float16* v, float16* v_hat, std::size_t n,
-                   const detail::adam_scalars& step) {
-  AdamUpdate(w, g, m, v, v_hat, n, step);
-}
-template <class = void>
-void ClipByValueF32(float* g, std::size_t n, float clip) { ClipByValue(g, n, clip); }
-template <class = void>
-void ClipByValueBF16(bfloat16* g, std::size_t n, float clip) { ClipByValue(g, n, clip); }
-template <class = void>
-void ClipByValueF16(float16* g, std::size_t n, float clip) { ClipByValue(g, n, clip); }
-template <class = void>
-void ScaleF32(float* g, std::size_t n, float multiplier, float divisor) { Scale(g, n, multiplier, divisor); }
-template <class = void>
-void ScaleBF16(bfloat16* g, std::size_t n, float multiplier, float divisor) { Scale(g, n, multiplier, divisor); }
-template <class = void>
-void ScaleF16(float16* g, std::size_t n, float multiplier, float divisor) { Scale(g, n, multiplier, divisor); }
-
 MIXPREC_KERNELS_END
 
 #endif  // toggle guard

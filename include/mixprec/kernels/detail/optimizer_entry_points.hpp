@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
@@ -46,27 +47,26 @@ struct adam_scalars {
   float epsilon;
 };
 
+/// The dtypes the optimizer kernels take (optimizer.hpp runs scalar loops for double). The
+/// entry points below are templates over them in both modes: header-only mode compiles a dtype's
+/// kernel where it is called; in single-TU mode the kernels' translation unit instantiates them
+/// for each of these dtypes (dispatch_optimizer.hpp) and every other one sees these declarations.
+template <class V>
+inline constexpr bool has_optimizer_kernel =
+    std::is_same_v<V, float> || std::is_same_v<V, bfloat16> || std::is_same_v<V, float16>;
+
 /// velocity == nullptr when step.momentum == 0.
-MIXPREC_KERNEL_ENTRY void sgd_update_f32(float* w, const float* g, float* velocity, std::size_t n, const sgd_step& step);
-MIXPREC_KERNEL_ENTRY void sgd_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* velocity, std::size_t n,
-                                        const sgd_step& step);
-MIXPREC_KERNEL_ENTRY void sgd_update_f16(float16* w, const float16* g, float16* velocity, std::size_t n,
-                                       const sgd_step& step);
+template <class V>
+void sgd_update(V* w, const V* g, V* velocity, std::size_t n, const sgd_step& step);
 /// v_hat == nullptr without AMSGrad.
-MIXPREC_KERNEL_ENTRY void adam_update_f32(float* w, const float* g, float* m, float* v, float* v_hat, std::size_t n,
-                                        const adam_scalars& step);
-MIXPREC_KERNEL_ENTRY void adam_update_bf16(bfloat16* w, const bfloat16* g, bfloat16* m, bfloat16* v, bfloat16* v_hat,
-                                         std::size_t n, const adam_scalars& step);
-MIXPREC_KERNEL_ENTRY void adam_update_f16(float16* w, const float16* g, float16* m, float16* v, float16* v_hat,
-                                        std::size_t n, const adam_scalars& step);
+template <class V>
+void adam_update(V* w, const V* g, V* m, V* v, V* v_hat, std::size_t n, const adam_scalars& step);
 /// clip >= 0.
-MIXPREC_KERNEL_ENTRY void clip_by_value_f32(float* g, std::size_t n, float clip);
-MIXPREC_KERNEL_ENTRY void clip_by_value_bf16(bfloat16* g, std::size_t n, float clip);
-MIXPREC_KERNEL_ENTRY void clip_by_value_f16(float16* g, std::size_t n, float clip);
+template <class V>
+void clip_by_value(V* g, std::size_t n, float clip);
 /// g = (g * multiplier) / divisor.
-MIXPREC_KERNEL_ENTRY void scale_f32(float* g, std::size_t n, float multiplier, float divisor);
-MIXPREC_KERNEL_ENTRY void scale_bf16(bfloat16* g, std::size_t n, float multiplier, float divisor);
-MIXPREC_KERNEL_ENTRY void scale_f16(float16* g, std::size_t n, float multiplier, float divisor);
+template <class V>
+void scale(V* g, std::size_t n, float multiplier, float divisor);
 
 }  // namespace detail
 }  // namespace mixprec::kernels
