@@ -38,9 +38,10 @@
 namespace mixprec::kernels {
 
 namespace detail {
-/// What column_max_backward sums a window's gradient in: double for double, float otherwise.
+/// The dtype sums of T values accumulate in: double for double, float otherwise (column_max_backward
+/// sums a window's gradient in it; the layers' products and gradients accumulate in it too).
 template <class T>
-using column_max_gradient_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+using accumulator_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 }  // namespace detail
 
 /// Whether every element is finite (neither inf nor NaN). Stops reading at the first block that
@@ -172,7 +173,7 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
 template <class T>
   requires detail::has_reduce_kernel<T> || std::is_same_v<T, double>
 void column_max_backward(std::span<const T> window, std::span<const T> maxima, std::span<const T> maxima_gradient,
-                         std::span<detail::column_max_gradient_t<T>> window_gradient, std::size_t rows,
+                         std::span<detail::accumulator_t<T>> window_gradient, std::size_t rows,
                          std::size_t row_length, std::size_t row_stride) {
   const std::size_t cols = maxima.size();
   const auto fail = [](const std::string& why) { throw std::invalid_argument("column_max_backward: " + why); };
@@ -276,7 +277,7 @@ template <detail::input_range W>
   requires detail::has_reduce_kernel<detail::range_element_t<W>> || std::is_same_v<detail::range_element_t<W>, double>
 void column_max_backward(const W& window, std::span<const detail::range_element_t<W>> maxima,
                          std::span<const detail::range_element_t<W>> maxima_gradient,
-                         std::span<detail::column_max_gradient_t<detail::range_element_t<W>>> window_gradient,
+                         std::span<detail::accumulator_t<detail::range_element_t<W>>> window_gradient,
                          std::size_t rows, std::size_t row_length, std::size_t row_stride) {
   kernels::column_max_backward(detail::input_span(window), maxima, maxima_gradient, window_gradient, rows, row_length,
                                row_stride);

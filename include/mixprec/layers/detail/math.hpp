@@ -57,9 +57,9 @@ void run_on_kernel_threads(std::size_t tasks, Task&& task) {
   });
 }
 
-/// The dtype a product of C values accumulates in: float32, or double for float64 layers.
-template <class C>
-using accumulator_t = std::conditional_t<std::is_same_v<C, double>, double, float>;
+/// The dtype a product of C values accumulates in: float32, or double for float64 layers
+/// (accumulator_t<C>).
+using kernels::detail::accumulator_t;
 
 /// y = act(x), element-wise (softmax: over rows of `cols`).
 template <class C>

@@ -29,9 +29,9 @@ namespace mixprec::detail {
 /// The calling thread's stack of scratch memory. Memory is taken from its top, 64-byte aligned,
 /// and the top goes back to where it was when a scope ends. When a take does not fit in the
 /// blocks it has, a new block is added (at least 64 KiB, and as large as all the others: spans
-/// already handed out stay valid); when the outermost
-/// scope ends, several blocks are merged into one of the most that was in use at once, so that
-/// the next call of the same shape allocates nothing. Under AddressSanitizer, memory not in use
+/// already handed out stay valid); when the outermost scope ends, several blocks are merged into
+/// one of the most that was in use at once, so that the next call of the same shape allocates
+/// nothing. Under AddressSanitizer, memory not in use
 /// is poisoned: a span used after its scope ended is reported.
 class scratch_arena {
  public:
@@ -61,10 +61,8 @@ class scratch_arena {
       offset_ = 0;
     }
     if (current_ == blocks_.size()) {
-      std::size_t capacity = 0;
-      for (const block& b : blocks_) capacity += b.size;
       blocks_.reserve(blocks_.size() + 1);
-      blocks_.push_back(new_block(std::max({bytes, capacity, minimum_block})));
+      blocks_.push_back(new_block(std::max({bytes, capacity(), minimum_block})));
       offset_ = 0;
     }
     std::byte* memory = blocks_[current_].data + offset_;

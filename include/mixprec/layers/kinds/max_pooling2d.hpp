@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/cast.hpp>
-#include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/layers/detail/math.hpp>
 #include <mixprec/layers/detail/windows.hpp>
@@ -48,15 +47,16 @@ struct max_pooling2d : detail::weightless_kind {
   static void backward(const detail::backward_args<max_pooling2d, C, V>& a) {
     if (a.dx.empty()) return;
     for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+      // The gradients of overlapping windows sum in the accumulator dtype (in place in dx when
+      // that is C), then are rounded once.
+      using A = detail::accumulator_t<C>;
       const std::span<C> dx = part.inputs(a.dx);
-      if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) {
-        route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, dx);
-      } else {
-        // The gradients of overlapping windows sum in float32, rounded once.
-        const std::span<float> sums = detail::scratch_buffer<float>(dx.size());
-        route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
-        kernels::convert<float, C>(sums, dx);
-      }
+      const std::span<A> sums = [&] {
+        if constexpr (std::is_same_v<A, C>) return dx;
+        else return detail::scratch_buffer<A>(dx.size());
+      }();
+      route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
+      detail::store_gradient<C, A>(sums, dx);
     });
   }
 
@@ -88,8 +88,8 @@ struct max_pooling2d : detail::weightless_kind {
   }
 
   /// dx = 0, then each output's gradient added to the first input of its window that holds the
-  /// maximum (column_max_backward, one window at a time: overlapping windows sum in order, in A:
-  /// C, or float for 16-bit C).
+  /// maximum (column_max_backward, one window at a time: overlapping windows sum in order, in A =
+  /// accumulator_t<C>).
   template <class C, class A>
   static void route(std::span<const C> x, std::span<const C> y, std::span<const C> dy, const detail::conv_geometry& g,
                     std::span<A> dx) {
