@@ -54,7 +54,7 @@ namespace mixprec::detail {
 /// What compile() leaves in a model.
 struct compiled_model final : compiled_state {
   using any_optimizer = std::variant<optimizers::Optimizer, optimizers::LossScaleOptimizer>;
-  compiled_model(any_optimizer o, losses::Loss l) : optimizer(std::move(o)), loss(std::move(l)) {}
+  compiled_model(any_optimizer&& o, losses::Loss l) : optimizer(std::move(o)), loss(std::move(l)) {}
   any_optimizer optimizer;
   losses::Loss loss;
   std::vector<metrics::Metric> metrics;
