@@ -471,14 +471,17 @@ TEST_CASE_TEMPLATE("column_max on 16-bit values is float32's on the widened valu
   });
 }
 
-TEST_CASE("column_max rejects rows that are not whole") {
-  std::vector<float> maxima(3);
-  CHECK_THROWS_WITH_AS(kernels::column_max<float>(std::vector<float>(7), maxima),
+TEST_CASE_TEMPLATE("column_max rejects rows that are not whole, writing nothing", T, float, bfloat16, float16) {
+  std::vector<T> maxima(3, cast<T>(5.0f));
+  CHECK_THROWS_WITH_AS(kernels::column_max<T>(std::vector<T>(7, cast<T>(9.0f)), maxima),
                        "column_max: the rows have 7 elements, which is not a multiple of the 3 maxima.",
                        std::invalid_argument);
-  std::vector<double> none;
-  CHECK_THROWS_AS(kernels::column_max<double>(std::vector<double>(1), none), std::invalid_argument);
-  kernels::column_max<double>(std::vector<double>{}, none);  // empty into empty: nothing to do
+  for (const T m : maxima) CHECK(static_cast<float>(m) == 5.0f);
+  std::vector<T> none;
+  CHECK_THROWS_AS(kernels::column_max<T>(std::vector<T>(1), none), std::invalid_argument);
+  kernels::column_max<T>(std::vector<T>{}, none);  // empty into empty: nothing to do
+  std::vector<double> no_doubles;
+  CHECK_THROWS_AS(kernels::column_max<double>(std::vector<double>(1), no_doubles), std::invalid_argument);
 }
 
 namespace {
@@ -759,10 +762,14 @@ TEST_CASE("column_max_backward: the max pooling of a 4x4 image, by hand") {
   });
 }
 
-TEST_CASE("column_max_backward rejects windows that do not fit") {
-  std::vector<float> window(10), window_gradient(10), maxima(2), gradient(2);
+TEST_CASE_TEMPLATE("column_max_backward rejects windows that do not fit, writing nothing", T, float, bfloat16,
+                   float16) {
+  // A 16-bit window's gradient is float32 (accumulator_t): the checks are the same.
+  using G = kernels::detail::accumulator_t<T>;
+  std::vector<T> window(10), maxima(2), gradient(2, cast<T>(1.0f));
+  std::vector<G> window_gradient(10, G(3));
   const auto call = [&](std::size_t rows, std::size_t row_length, std::size_t row_stride) {
-    kernels::column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
+    kernels::column_max_backward<T>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
   };
   CHECK_THROWS_WITH_AS(call(1, 3, 3), "column_max_backward: rows of 3 elements do not hold whole rows of the 2 maxima.",
                        std::invalid_argument);
@@ -771,13 +778,15 @@ TEST_CASE("column_max_backward rejects windows that do not fit") {
                        "column_max_backward: 3 rows of 4 elements, 4 apart, do not fit in window's 10 elements.",
                        std::invalid_argument);
   CHECK_THROWS_AS(call(2, 4, std::size_t(1) << 62), std::invalid_argument);  // no overflow in the check
-  std::vector<float> short_gradient(1);
-  CHECK_THROWS_WITH_AS(kernels::column_max_backward<float>(window, maxima, short_gradient, window_gradient, 1, 2, 2),
+  std::vector<T> short_gradient(1);
+  CHECK_THROWS_WITH_AS(kernels::column_max_backward<T>(window, maxima, short_gradient, window_gradient, 1, 2, 2),
                        "column_max_backward: maxima_gradient has 1 elements but there are 2 maxima.",
                        std::invalid_argument);
-  std::vector<float> other(9);
-  CHECK_THROWS_AS(kernels::column_max_backward<float>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
-  CHECK_THROWS_AS(kernels::column_max_backward<float>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
+  std::vector<G> other(9);
+  CHECK_THROWS_AS(kernels::column_max_backward<T>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
+  if constexpr (std::is_same_v<T, G>)  // the gradient written over the window it reads
+    CHECK_THROWS_AS(kernels::column_max_backward<T>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
+  for (const G g : window_gradient) CHECK(g == G(3));  // no rejected call wrote anything
   call(2, 4, 6);  // exactly fits: rows at 0 and 6, the last ending at 10
 }
 
