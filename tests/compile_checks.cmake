@@ -2,7 +2,8 @@
 #  - every public header compiles on its own (one test per header, as Boost.Hana does);
 #  - compile-fail snippets fail with the message the user is meant to read (as fmt and Eigen do);
 #  - explicit -march: what an AVX-512 (or an old) CPU's compiler would see, compiled on any machine;
-#  - packaging: a consumer project builds against an installed tree and through add_subdirectory.
+#  - packaging: a consumer project builds against an installed tree and through add_subdirectory;
+#  - the README's C++ blocks compile.
 
 # The flags a consumer of mixprec::mixprec compiles with, read off a probe target.
 add_library(mixprec_flags_probe OBJECT EXCLUDE_FROM_ALL test_main.cpp)
@@ -50,6 +51,15 @@ foreach(source IN LISTS compile_fail_sources)
             -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check.cmake)
   set_tests_properties(compile_fail.${check_name} PROPERTIES LABELS "compile_fail")
 endforeach()
+
+# The README's C++ blocks compile, all of them in one translation unit (tests/readme/).
+add_executable(mixprec_extract_snippets readme/extract_snippets.cpp)
+target_link_libraries(mixprec_extract_snippets PRIVATE mixprec_warnings)
+add_test(NAME readme_snippets
+  COMMAND ${CMAKE_COMMAND} -DEXTRACTOR=$<TARGET_FILE:mixprec_extract_snippets> -DREADME=${PROJECT_SOURCE_DIR}/README.md
+          -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/readme_snippets.cpp -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${consumer_flags}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/readme/check.cmake)
+set_tests_properties(readme_snippets PROPERTIES LABELS "readme")
 
 # Explicit -march, compiled (not run) with optimization so that the optimizer's warnings show:
 # every translation unit the project builds with -march=native, the single-TU kernel source, and

@@ -1,0 +1,86 @@
+// Writes one C++ file holding every ```cpp block of README.md, so that a test can compile them:
+//   extract_snippets README.md out.cpp
+// Each block becomes the body of a function of its own (its #include lines go to the top). A
+// block that uses names it does not declare gets them from an HTML comment right before its
+// fence, invisible on the rendered page:
+//   <!-- snippet context: std::size_t batch = 2; -->
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string trimmed(const std::string& line) {
+  const auto first = line.find_first_not_of(" \t");
+  if (first == std::string::npos) return {};
+  return line.substr(first, line.find_last_not_of(" \t") - first + 1);
+}
+
+constexpr const char* context_open = "<!-- snippet context:";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: extract_snippets README.md out.cpp\n";
+    return 2;
+  }
+  std::ifstream in(argv[1]);
+  if (!in) {
+    std::cerr << "extract_snippets: cannot read " << argv[1] << "\n";
+    return 1;
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+
+  std::set<std::string> includes{"#include <iostream>", "#include <mixprec/mixprec.hpp>", "#include <mixprec/layers.hpp>",
+                                 "#include <mixprec/models.hpp>", "#include <mixprec/training.hpp>",
+                                 "#include <mixprec/datasets.hpp>"};
+  std::ostringstream bodies;
+  std::string context;  // the last context comment, until a line other than a blank one follows it
+  std::size_t blocks = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string line = trimmed(lines[i]);
+    if (line.rfind(context_open, 0) == 0) {
+      std::string text = line.substr(std::string(context_open).size());
+      while (text.find("-->") == std::string::npos && i + 1 < lines.size()) text += "\n" + lines[++i];
+      context = text.substr(0, text.find("-->"));
+      continue;
+    }
+    if (line != "```cpp") {
+      if (!line.empty()) context.clear();
+      continue;
+    }
+    const std::size_t fence_line = i + 1, indent = lines[i].find('`');
+    std::ostringstream body;
+    for (++i; i < lines.size() && trimmed(lines[i]) != "```"; ++i) {
+      const std::string code = lines[i].size() > indent ? lines[i].substr(indent) : trimmed(lines[i]);
+      const bool include = trimmed(code).rfind("#include", 0) == 0;
+      if (include) includes.insert(trimmed(code));
+      body << (include ? "" : code) << "\n";  // a blank line keeps the #line numbering
+    }
+    if (i == lines.size()) {
+      std::cerr << "extract_snippets: the block at line " << fence_line << " is not closed\n";
+      return 1;
+    }
+    ++blocks;
+    bodies << "namespace readme_block_" << blocks << " {  // README.md line " << fence_line << "\n"
+           << "[[maybe_unused]] void run() {\nusing namespace mixprec;\n"
+           << context << "\n#line " << fence_line + 1 << " \"README.md\"\n"
+           << body.str() << "}\n}  // namespace readme_block_" << blocks << "\n\n";
+    context.clear();
+  }
+  std::ofstream out(argv[2]);
+  for (const std::string& include : includes) out << include << "\n";
+  out << "\n" << bodies.str();
+  if (!out || blocks == 0) {
+    std::cerr << "extract_snippets: " << (blocks == 0 ? "no ```cpp block found" : "cannot write the output") << "\n";
+    return 1;
+  }
+  std::cout << "extract_snippets: " << blocks << " blocks of " << argv[1] << "\n";
+  return 0;
+}
