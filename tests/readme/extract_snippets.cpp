@@ -4,6 +4,7 @@
 // block that uses names it does not declare gets them from an HTML comment right before its
 // fence, invisible on the rendered page:
 //   <!-- snippet context: std::size_t batch = 2; -->
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -35,19 +36,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF
+    lines.push_back(line);
+  }
 
   std::set<std::string> includes{"#include <iostream>", "#include <mixprec/mixprec.hpp>", "#include <mixprec/layers.hpp>",
                                  "#include <mixprec/models.hpp>", "#include <mixprec/training.hpp>",
                                  "#include <mixprec/datasets.hpp>"};
   std::ostringstream bodies;
   std::string context;  // the last context comment, until a line other than a blank one follows it
+  std::size_t context_line = 0;
   std::size_t blocks = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string line = trimmed(lines[i]);
     if (line.rfind(context_open, 0) == 0) {
+      context_line = i + 1;
       std::string text = line.substr(std::string(context_open).size());
       while (text.find("-->") == std::string::npos && i + 1 < lines.size()) text += "\n" + lines[++i];
+      if (text.find("-->") == std::string::npos) {
+        std::cerr << "extract_snippets: the context comment at line " << context_line << " is not closed\n";
+        return 1;
+      }
       context = text.substr(0, text.find("-->"));
       continue;
     }
@@ -58,7 +68,10 @@ int main(int argc, char** argv) {
     const std::size_t fence_line = i + 1, indent = lines[i].find('`');
     std::ostringstream body;
     for (++i; i < lines.size() && trimmed(lines[i]) != "```"; ++i) {
-      const std::string code = lines[i].size() > indent ? lines[i].substr(indent) : trimmed(lines[i]);
+      // The fence's indentation off each line (spaces only: code is never cut).
+      const std::string code = lines[i].substr(std::min(indent, lines[i].find_first_not_of(' ') == std::string::npos
+                                                                     ? lines[i].size()
+                                                                     : lines[i].find_first_not_of(' ')));
       const bool include = trimmed(code).rfind("#include", 0) == 0;
       if (include) includes.insert(trimmed(code));
       body << (include ? "" : code) << "\n";  // a blank line keeps the #line numbering
@@ -70,7 +83,8 @@ int main(int argc, char** argv) {
     ++blocks;
     bodies << "namespace readme_block_" << blocks << " {  // README.md line " << fence_line << "\n"
            << "[[maybe_unused]] void run() {\nusing namespace mixprec;\n"
-           << context << "\n#line " << fence_line + 1 << " \"README.md\"\n"
+           << (context.empty() ? "" : "#line " + std::to_string(context_line) + " \"README.md\"\n") << context
+           << "\n#line " << fence_line + 1 << " \"README.md\"\n"
            << body.str() << "}\n}  // namespace readme_block_" << blocks << "\n\n";
     context.clear();
   }
