@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
       context = text.substr(0, text.find("-->"));
       continue;
     }
+    if (line == "```c++" || line == "```C++" || line == "```cxx") {
+      std::cerr << "extract_snippets: line " << i + 1 << " opens a C++ block as " << line
+                << "; write ```cpp, which this test compiles\n";
+      return 1;
+    }
     if (line != "```cpp") {
       if (!line.empty()) context.clear();
       continue;
