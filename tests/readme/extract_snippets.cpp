@@ -5,7 +5,6 @@
 // fence, invisible on the rendered page:
 //   <!-- snippet context: std::size_t batch = 2; -->
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -54,11 +53,12 @@ int main(int argc, char** argv) {
       context_line = i + 1;
       std::string text = line.substr(std::string(context_open).size());
       while (text.find("-->") == std::string::npos && i + 1 < lines.size()) text += "\n" + lines[++i];
-      if (text.find("-->") == std::string::npos) {
+      const std::size_t close = text.find("-->");
+      if (close == std::string::npos) {
         std::cerr << "extract_snippets: the context comment at line " << context_line << " is not closed\n";
         return 1;
       }
-      context = text.substr(0, text.find("-->"));
+      context = text.substr(0, close);
       continue;
     }
     if (line == "```c++" || line == "```C++" || line == "```cxx") {
@@ -74,9 +74,8 @@ int main(int argc, char** argv) {
     std::ostringstream body;
     for (++i; i < lines.size() && trimmed(lines[i]) != "```"; ++i) {
       // The fence's indentation off each line (spaces only: code is never cut).
-      const std::string code = lines[i].substr(std::min(indent, lines[i].find_first_not_of(' ') == std::string::npos
-                                                                     ? lines[i].size()
-                                                                     : lines[i].find_first_not_of(' ')));
+      const std::size_t leading_spaces = std::min(lines[i].find_first_not_of(' '), lines[i].size());
+      const std::string code = lines[i].substr(std::min(indent, leading_spaces));
       const bool include = trimmed(code).rfind("#include", 0) == 0;
       if (include) includes.insert(trimmed(code));
       body << (include ? "" : code) << "\n";  // a blank line keeps the #line numbering
