@@ -60,6 +60,19 @@ add_test(NAME readme_snippets
           -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/readme_snippets.cpp -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${consumer_flags}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/readme/check.cmake)
 set_tests_properties(readme_snippets PROPERTIES LABELS "readme")
+# The extractor's errors: each file of readme/bad/ is refused, with the reason.
+foreach(case_and_message IN ITEMS "unclosed_context|the context comment at line 2 is not closed"
+                                  "cxx_fence|line 2 opens a C.. block as ```c..; write ```cpp"
+                                  "unclosed_block|the block at line 2 is not closed"
+                                  "no_block|no ```cpp block found")
+  string(REPLACE "|" ";" case_and_message "${case_and_message}")
+  list(GET case_and_message 0 bad_case)
+  list(GET case_and_message 1 message)
+  add_test(NAME readme_snippets.rejects.${bad_case}
+           COMMAND mixprec_extract_snippets ${CMAKE_CURRENT_SOURCE_DIR}/readme/bad/${bad_case}.md
+                   ${CMAKE_CURRENT_BINARY_DIR}/readme_bad_${bad_case}.cpp)
+  set_tests_properties(readme_snippets.rejects.${bad_case} PROPERTIES LABELS "readme" PASS_REGULAR_EXPRESSION "${message}")
+endforeach()
 
 # Explicit -march, compiled (not run) with optimization so that the optimizer's warnings show:
 # every translation unit the project builds with -march=native, the single-TU kernel source, and
