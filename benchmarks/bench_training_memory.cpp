@@ -12,8 +12,10 @@
 // steps, then resets the high-water mark and runs a fourth: its peak minus the base is the
 // step's peak memory, everything the model and the step hold at the worst moment (weights and
 // their compute-dtype copies, slots, gradients, every layer's record, scratch buffers, per-thread
-// GEMM packing). Not counted: malloc's own overhead and fragmentation, thread stacks, the
-// program's code; so this is a lower bound on what the process adds to its RSS.
+// GEMM packing). Last, release_step_buffers() (what fit() calls when it returns) frees what a step
+// keeps for the next, and the live bytes then are what a model holds after fit. Not counted:
+// malloc's own overhead and fragmentation, thread stacks, the program's code; so this is a lower
+// bound on what the process adds to its RSS.
 //
 // The sum: weights (parameter_count x the variable dtype), Adam's m and v (the same twice), and
 // the saved activations: every tensor the backward pass reads, stored once in the compute dtype
@@ -149,6 +151,7 @@ struct network_case<bench::cnn_logits> {
 struct measurement {
   std::int64_t weights = 0, slots = 0, activations = 0;  // the sum's parts
   std::int64_t first_step_peak = 0, held_between_steps = 0, step_peak = 0;
+  std::int64_t held_after_fit = 0;  // after release_step_buffers(), as fit() leaves the model
   std::int64_t sum() const { return weights + slots + activations; }
 };
 
@@ -183,6 +186,8 @@ measurement measure(std::size_t threads) {
     peak_bytes.store(live_bytes.load());
     model.train_on_batch(x, y);
     m.step_peak = peak_bytes.load() - base;
+    model.release_step_buffers();
+    m.held_after_fit = live_bytes.load() - base;
   }
   return m;
 }
@@ -204,7 +209,8 @@ const std::vector<case_entry>& cases() {
   return all;
 }
 
-constexpr const char* fields = "weights slots activations first_step_peak held_between_steps step_peak";
+constexpr const char* fields =
+    "weights slots activations first_step_peak held_between_steps step_peak held_after_fit";
 
 int run_case(const std::string& spec) {  // "<network>/<policy>/<threads>"
   const std::size_t slash = spec.rfind('/');
@@ -213,10 +219,10 @@ int run_case(const std::string& spec) {  // "<network>/<policy>/<threads>"
   for (const auto& c : cases())
     if (c.name == name) {
       const measurement m = c.run(threads);
-      std::printf("%lld %lld %lld %lld %lld %lld\n", static_cast<long long>(m.weights),
+      std::printf("%lld %lld %lld %lld %lld %lld %lld\n", static_cast<long long>(m.weights),
                   static_cast<long long>(m.slots), static_cast<long long>(m.activations),
                   static_cast<long long>(m.first_step_peak), static_cast<long long>(m.held_between_steps),
-                  static_cast<long long>(m.step_peak));
+                  static_cast<long long>(m.step_peak), static_cast<long long>(m.held_after_fit));
       return 0;
     }
   std::fprintf(stderr, "bench_training_memory: no case %s\n", name.c_str());
@@ -242,8 +248,8 @@ int main(int argc, char** argv) {
   const std::regex selected(filter);
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");  // popen's shell has its own
   std::printf("peak heap of one steady-state training step (Adam, from-logits crossentropy), MiB\n");
-  std::printf("%-26s %8s %8s %8s %8s %10s %10s %10s %7s\n", "case", "weights", "adam", "saved", "sum", "held", "step peak",
-              "1st step", "peak/sum");
+  std::printf("%-26s %8s %8s %8s %8s %10s %10s %10s %7s %10s\n", "case", "weights", "adam", "saved", "sum", "held",
+              "step peak", "1st step", "peak/sum", "after fit");
   std::ostringstream json;
   json << "{\n  \"benchmarks\": [";
   bool first = true;
@@ -253,17 +259,20 @@ int main(int argc, char** argv) {
       if (!std::regex_search("training_memory/" + name, selected)) continue;
       const std::string command = "'" + self.string() + "' --case=" + name;
       FILE* pipe = popen(command.c_str(), "r");
-      long long v[6] = {};
-      const int read = pipe ? std::fscanf(pipe, "%lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) : 0;
-      if (pipe == nullptr || pclose(pipe) != 0 || read != 6) {
+      long long v[7] = {};
+      const int read =
+          pipe ? std::fscanf(pipe, "%lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6])
+               : 0;
+      if (pipe == nullptr || pclose(pipe) != 0 || read != 7) {
         std::fprintf(stderr, "bench_training_memory: case %s failed\n", name.c_str());
         return 1;
       }
-      measurement m{v[0], v[1], v[2], v[3], v[4], v[5]};
+      measurement m{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
       const double ratio = static_cast<double>(m.step_peak) / static_cast<double>(m.sum());
-      std::printf("%-26s %8s %8s %8s %8s %10s %10s %10s %7.2f\n", name.c_str(), mib(m.weights).c_str(),
+      std::printf("%-26s %8s %8s %8s %8s %10s %10s %10s %7.2f %10s\n", name.c_str(), mib(m.weights).c_str(),
                   mib(m.slots).c_str(), mib(m.activations).c_str(), mib(m.sum()).c_str(),
-                  mib(m.held_between_steps).c_str(), mib(m.step_peak).c_str(), mib(m.first_step_peak).c_str(), ratio);
+                  mib(m.held_between_steps).c_str(), mib(m.step_peak).c_str(), mib(m.first_step_peak).c_str(), ratio,
+                  mib(m.held_after_fit).c_str());
       json << (first ? "\n" : ",\n") << "    {\"name\": \"training_memory/" << name << "\"";
       std::istringstream names(fields);
       for (long long value : v) {
@@ -275,7 +284,8 @@ int main(int argc, char** argv) {
       first = false;
     }
   json << "\n  ]\n}\n";
-  std::printf("sum = weights + Adam's slots + saved activations; held = live between steps; peak/sum = step peak / sum\n");
+  std::printf("sum = weights + Adam's slots + saved activations; held = live between steps; peak/sum = step peak / "
+              "sum; after fit = live after release_step_buffers(), which fit() calls when it returns\n");
   if (!out.empty()) std::ofstream(out) << json.str();
   return 0;
 }

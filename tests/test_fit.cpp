@@ -10,7 +10,9 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <mixprec/layers.hpp>
@@ -153,6 +155,62 @@ TEST_CASE("fit without shuffling is a loop of train_on_batch, and the epoch logs
   CHECK(one.history.at("loss") == std::vector<double>{step.at("loss")});
   CHECK(one.history.at("accuracy") == std::vector<double>{step.at("accuracy")});
   CHECK(weight_bytes(runtime) == weight_bytes(runtime_manual));
+}
+
+namespace {
+
+/// Whether every trained weight's gradient from the last step is still held.
+template <class Model>
+std::vector<bool> gradients_held(Model& model) {
+  std::vector<gradient_and_variable> pairs;
+  model.collect_gradients(pairs);
+  std::vector<bool> held;
+  for (const auto& pair : pairs) std::visit([&](const auto& p) { held.push_back(!p.gradient.empty()); }, pair);
+  return held;
+}
+
+}  // namespace
+
+TEST_CASE("fit frees the steps' buffers when it returns (or throws); training then goes on to the same bits") {
+  mlp fitted(Dense<8, activations::relu>(), Dropout<>(0.25, "dropout", 3), Dense<3>());
+  mlp manual(Dense<8, activations::relu>(), Dropout<>(0.25, "dropout", 3), Dense<3>());
+  copy_weights(fitted, manual);
+  RuntimeModel runtime = runtime_copy(fitted), runtime_manual = runtime_copy(fitted);
+  fitted.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  manual.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  runtime.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  runtime_manual.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
+  const data d = make_data(16, 21);
+  const FitOptions<X, Y> options{.batch_size = 8, .epochs = 1, .verbose = 0, .shuffle = false};
+  for (int call = 0; call < 2; ++call) {
+    fitted.fit(d.x, d.y, options);
+    runtime.fit(d.ax, d.ay, {.batch_size = 8, .epochs = 1, .verbose = 0, .shuffle = false});
+    CHECK(gradients_held(fitted) == std::vector<bool>(4, false));
+    CHECK(gradients_held(runtime) == std::vector<bool>(4, false));
+    for (std::size_t first = 0; first < 16; first += 8) {
+      manual.train_on_batch(rows_of(d.x, first, first + 8), rows_of(d.y, first, first + 8));
+      const std::vector<std::size_t> rows{first, first + 1, first + 2, first + 3, first + 4, first + 5, first + 6, first + 7};
+      runtime_manual.train_on_batch(detail::take_rows(d.ax, rows), detail::take_rows(d.ay, rows));
+    }
+    CHECK(gradients_held(manual) == std::vector<bool>(4, true));  // a step keeps them for the next
+    CHECK(weight_bytes(fitted) == weight_bytes(manual));
+    CHECK(weight_bytes(runtime) == weight_bytes(runtime_manual));
+  }
+  CHECK(weight_bytes(fitted) == weight_bytes(runtime));
+
+  // A custom loop frees them itself; the next step is the same.
+  runtime_manual.release_step_buffers();
+  CHECK(gradients_held(runtime_manual) == std::vector<bool>(4, false));
+  CHECK(runtime_manual.train_on_batch(d.ax, d.ay) == runtime.train_on_batch(d.ax, d.ay));
+  CHECK(weight_bytes(runtime_manual) == weight_bytes(runtime));
+
+  // A fit that a callback ends by throwing frees them too.
+  struct thrower : callbacks::Callback {
+    void on_train_batch_end(int, const Logs&) override { throw std::runtime_error("stop"); }
+  };
+  CHECK_THROWS_AS(fitted.fit(d.x, d.y, {.batch_size = 8, .verbose = 0, .callbacks = {std::make_shared<thrower>()}}),
+                  std::runtime_error);
+  CHECK(gradients_held(fitted) == std::vector<bool>(4, false));
 }
 
 TEST_CASE("validation_split takes the last rows, before shuffling") {

@@ -143,6 +143,8 @@ class RuntimeLayer {
   virtual void release_input_gradient() = 0;
   virtual void collect_gradients(std::vector<gradient_and_variable>& pairs) = 0;
   virtual void finish_step() = 0;
+  /// Frees the last step's record and gradients (RuntimeModel::release_step_buffers).
+  virtual void release_step_buffers() noexcept = 0;
   /// The state beyond the weights (Dropout's generator) as text, for checkpoints; empty if none.
   virtual std::string state_text() const = 0;
   virtual void restore_state_text(std::string_view text) = 0;
@@ -315,6 +317,11 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
   }
   void finish_step() override {
     detail::finish_step(engine_, [&](auto f) { this->for_each_indexed_variable(f); });
+  }
+  void release_step_buffers() noexcept override {
+    engine_.release_step_buffers();
+    value_buffer<C>().swap(converted_input_);
+    value_buffer<C>().swap(converted_gradient_);
   }
   std::string state_text() const override { return engine_.state_text(); }
   void restore_state_text(std::string_view text) override { engine_.restore_state_text(text); }

@@ -325,6 +325,12 @@ class RuntimeModel {
   void finish_step() {
     for (auto& l : layers_) l->finish_step();
   }
+  /// Frees what training steps keep from one to the next (every layer's record and weight
+  /// gradients): what the model holds is then its weights, their compute-dtype copies and its
+  /// state. fit() calls it when it returns; the next step allocates them again.
+  void release_step_buffers() noexcept {
+    for (auto& l : layers_) l->release_step_buffers();
+  }
   /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
   std::vector<std::string> layer_states() const {
     std::vector<std::string> states;

@@ -393,6 +393,13 @@ class Sequential {
   void finish_step() {
     std::apply([&](auto&... layers) { (layers.finish_step(), ...); }, layers_);
   }
+  /// Frees what training steps keep from one to the next (every layer's record and weight
+  /// gradients, the output's cast): what the model holds is then its weights, their compute-dtype
+  /// copies and its state. fit() calls it when it returns; the next step allocates them again.
+  void release_step_buffers() noexcept {
+    std::apply([](auto&... layers) { (layers.engine().release_step_buffers(), ...); }, layers_);
+    if constexpr (model_casts_output) decltype(cast_output_)().swap(cast_output_);
+  }
   /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
   std::vector<std::string> layer_states() {
     return std::apply([](auto&... layers) { return std::vector<std::string>{layers.engine().state_text()...}; }, layers_);

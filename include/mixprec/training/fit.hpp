@@ -387,6 +387,12 @@ struct training_entry<Model, loop_entry<Options>> {
   static callbacks::History fit(Model& model, const X& x, const Y& y, const Options& options) {
     static_assert(std::is_same_v<Options, FitOptions<X, Y>>,
                   "fit(x, y, options): the options are FitOptions<X, Y> with X, Y the types of x and y.");
+    // However fit ends, the last step's buffers are freed: nothing of training outlives it but
+    // the weights, the optimizer's state and the layers' state.
+    struct release_at_exit {
+      Model& model;
+      ~release_at_exit() { model.release_step_buffers(); }
+    } const release{model};
     return detail::fit(model, compiled_of(model.compiled_), x, y, options);
   }
   template <class X, class Y>

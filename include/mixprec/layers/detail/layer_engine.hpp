@@ -302,8 +302,8 @@ class layer_engine : public kind_engine<Kind> {
   }
 
   /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
-  /// output stays owned by the engine until the next step; nothing persistent changes before
-  /// commit().
+  /// output stays owned by the engine until the next step (or release_step_buffers()); nothing
+  /// persistent changes before commit().
   template <class D>
   std::span<const C> forward_for_training(std::size_t batch, std::span<const D> x, std::span<const ref> weights) {
     this->check_batch(batch);
@@ -329,7 +329,20 @@ class layer_engine : public kind_engine<Kind> {
   /// Frees the dx the last backward returned (the model calls it once the layer below has read it).
   void release_input_gradient() { release(input_gradient_); }
 
-  /// Weight i's gradient from the last backward (in V).
+  /// Frees what a training step keeps for the next one to reuse: the record of its forward pass
+  /// (output, input cast to C, the kind's saved values) and the weight gradients. The next step
+  /// allocates them again.
+  void release_step_buffers() noexcept {
+    release(output_);
+    release(converted_input_);
+    release(converted_gradient_);
+    release(input_gradient_);
+    saved_ = {};
+    input_values_ = {};
+    for (value_buffer<V>& gradient : gradients_) release(gradient);
+  }
+
+  /// Weight i's gradient from the last backward (in V); empty after release_step_buffers().
   std::span<V> gradient(std::size_t i) { return gradients_[i]; }
 
   /// Makes the step's forward effects permanent (the generator's draws); returns the new values
@@ -354,7 +367,8 @@ class layer_engine : public kind_engine<Kind> {
     }
   }
   /// Frees a buffer's memory (clear() would keep it).
-  static void release(value_buffer<C>& buffer) { value_buffer<C>().swap(buffer); }
+  template <class T>
+  static void release(value_buffer<T>& buffer) noexcept { value_buffer<T>().swap(buffer); }
   std::span<const C> forward_in_compute_dtype(std::size_t batch, std::span<const C> x, std::span<const ref> weights) {
     batch_ = batch;
     input_values_ = x;
