@@ -560,6 +560,16 @@ TEST_CASE("LearningRateScheduler: the next epoch's steps use the new rate") {
   b.compile(optimizers::SGD(0.05), losses::SparseCategoricalCrossentropy(true));
   b.train_on_batch(d.x, d.y);
   CHECK(weight_bytes(a) == weight_bytes(b));
+
+  // Over an optimizer built with a schedule, Keras' setter refuses the float: fit stops with its
+  // error before the first step.
+  mlp scheduled;
+  scheduled.compile(optimizers::SGD(schedules::ExponentialDecay(0.1, 10, 0.5)), losses::SparseCategoricalCrossentropy(true));
+  const auto untouched = weight_bytes(scheduled);
+  CHECK_THROWS_WITH_AS(scheduled.fit(d.x, d.y, {.batch_size = 8, .verbose = 0, .callbacks = {scheduler}}),
+                       doctest::Contains("hence its learning rate is not settable"), std::invalid_argument);
+  CHECK(weight_bytes(scheduled) == untouched);
+  CHECK(scheduled.optimizer().iterations() == 0);
 }
 
 TEST_CASE("a callback sees the hooks in Keras' order; stop_training; a throwing callback") {
@@ -610,6 +620,19 @@ TEST_CASE("a callback sees the hooks in Keras' order; stop_training; a throwing 
   t->calls.clear();
   model.predict(d.ax, {.batch_size = 6, .verbose = 0, .callbacks = {t}});
   CHECK(t->calls == std::vector<std::string>{"predict_begin", "predict_batch_begin 0", "predict_batch_end 0", "predict_end"});
+
+  // stop_training set before any batch (on_epoch_begin): as in Keras, the epoch's first batch
+  // still runs, then fit ends after that epoch's end.
+  struct early_stopper : callbacks::Callback {
+    void on_epoch_begin(int, const Logs&) override { model().stop_training = true; }
+  };
+  mlp early;
+  early.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  const data few = make_data(6, 31);
+  const History one_batch =
+      early.fit(few.x, few.y, {.batch_size = 2, .epochs = 3, .verbose = 0, .callbacks = {std::make_shared<early_stopper>()}});
+  CHECK(one_batch.epoch == std::vector<int>{0});
+  CHECK(one_batch.history.at("loss").size() == 1);
 
   // stop_training from a batch's end: fit ends after that step and its epoch's end.
   struct stopper : callbacks::Callback {

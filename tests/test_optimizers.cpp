@@ -112,6 +112,37 @@ TEST_CASE("loss_scale_factor, then clipping, then weight decay") {
   }
 }
 
+TEST_CASE("a clip of 0 clips nothing, as in Keras") {
+  // Keras clips only `if self.clipnorm and self.clipnorm > 0` (the same for the other two): the
+  // steps are the unclipped ones, and an all-zero gradient stays finite (0 / 0 would be NaN).
+  for (const optimizers::options& settings : {optimizers::options{.clipnorm = 0.0}, optimizers::options{.clipvalue = 0.0},
+                                             optimizers::options{.global_clipnorm = 0.0}}) {
+    std::vector<float> w{1, 1}, g{3, 4}, w_zero{1, 1}, g_zero{0, 0};
+    optimizers::SGD sgd(0.1, 0.0, false, settings);
+    sgd.apply({pair_of(g, w), pair_of(g_zero, w_zero)});
+    CHECK(w == std::vector<float>{1.0f - 0.1f * 3.0f, 1.0f - 0.1f * 4.0f});
+    CHECK(w_zero == std::vector<float>{1, 1});
+    CHECK(sgd.get_config()[settings.clipnorm ? "clipnorm" : settings.clipvalue ? "clipvalue" : "global_clipnorm"] == 0.0);
+  }
+}
+
+TEST_CASE("the learning rate: a float over a schedule is Keras' TypeError, and changes nothing") {
+  optimizers::Adam scheduled(schedules::ExponentialDecay(0.1, 10, 0.5));
+  CHECK_THROWS_WITH_AS(scheduled.set_learning_rate(0.01),
+                       doctest::Contains("created with a `LearningRateSchedule` object as its `learning_rate` "
+                                         "constructor argument, hence its learning rate is not settable"),
+                       std::invalid_argument);
+  CHECK(scheduled.learning_rate().is_schedule());
+  CHECK(scheduled.current_learning_rate() == 0.1f);
+  scheduled.set_learning_rate(schedules::ExponentialDecay(0.2, 10, 0.5));  // a schedule over a schedule
+  CHECK(scheduled.current_learning_rate() == 0.2f);
+  optimizers::SGD plain(0.1);
+  plain.set_learning_rate(0.05);  // a float over a float
+  CHECK(plain.current_learning_rate() == 0.05f);
+  plain.set_learning_rate(schedules::ExponentialDecay(0.3, 10, 0.5));  // a schedule over a float
+  CHECK(plain.learning_rate().is_schedule());
+}
+
 TEST_CASE("slots live in the variable dtype") {
   std::vector<float16> w16{float16(1.0f)}, g16{float16(0.5f)};
   std::vector<float> w32{1.0f}, g32{0.5f};
@@ -164,6 +195,9 @@ TEST_CASE("constructor errors use Keras' phrases") {
                        "clipvalue=2, global_clipnorm=None",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(optimizers::Adam(0.001, 1.0), doctest::Contains("`beta_1` must be in [0, 1)"), std::invalid_argument);
+  // A beta that float32 (the update kernels' dtype) rounds to 1 is refused here, not in apply().
+  CHECK_THROWS_WITH_AS(optimizers::Adam(0.001, 0.9, 0.99999999), doctest::Contains("`beta_2` must be in [0, 1)"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(optimizers::Adam(-1.0), doctest::Contains("learning_rate=-1"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(optimizers::SGD(0.1, 0.0, false, {.weight_decay = -1.0}), doctest::Contains("`weight_decay` must be"),
                        std::invalid_argument);
@@ -220,6 +254,14 @@ TEST_CASE("Keras 3 configs round-trip; unsupported and unknown settings are erro
   CHECK(optimizers::Optimizer::from_config({{"class_name", "SGD"}, {"config", sgd_config}}).get_config() == sgd_config);
   const auto adamw = optimizers::Optimizer::from_config({{"class_name", "AdamW"}, {"config", optimizers::AdamW(0.002, 0.01).get_config()}});
   CHECK(adamw.settings().weight_decay == 0.01);
+  auto adamw_config = optimizers::AdamW().get_config();
+  adamw_config.erase("weight_decay");  // absent: Keras' default
+  CHECK(optimizers::Optimizer::from_config({{"class_name", "AdamW"}, {"config", adamw_config}}).settings().weight_decay ==
+        0.004);
+  adamw_config["weight_decay"] = nullptr;  // Keras' AdamW(weight_decay=None) raises
+  CHECK_THROWS_WITH_AS(optimizers::Optimizer::from_config({{"class_name", "AdamW"}, {"config", adamw_config}}),
+                       doctest::Contains("Argument `weight_decay` must be a float. Received: weight_decay=None"),
+                       std::invalid_argument);
   CHECK(optimizers::Optimizer::from_config("adam").kind() == optimizers::optimizer_kind::adam);
 
   auto with = [&](const char* key, nlohmann::json value) {

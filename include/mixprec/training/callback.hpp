@@ -87,10 +87,12 @@ class ModelHandle {
   /// Keras' `model.optimizer.learning_rate`: the rate the next step uses (a schedule's value at
   /// the optimizer's iterations).
   float learning_rate() const { return optimizer().current_learning_rate(); }
-  /// A float replaces a schedule, as Keras' `optimizer.learning_rate = value`.
+  /// Keras' `optimizer.learning_rate = value` (a float over a schedule is its TypeError:
+  /// std::invalid_argument, nothing changed).
   void set_learning_rate(schedules::LearningRate rate) const { optimizer().set_learning_rate(std::move(rate)); }
 
-  /// Set by a callback to end fit() after the current step (checked after each step and epoch).
+  /// Set by a callback to end fit(): read after each batch's end (a batch it was set before
+  /// still runs, as in Keras) and after each epoch's end.
   bool stop_training = false;
 
  private:

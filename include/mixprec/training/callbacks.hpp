@@ -367,8 +367,8 @@ class ModelCheckpoint : public Callback {
 };
 
 /// Keras' LearningRateScheduler: at each epoch's start, sets the optimizer's learning rate to
-/// schedule(epoch, current rate) (a float, which replaces a schedule); each epoch's logs get
-/// "learning_rate".
+/// schedule(epoch, current rate) (an optimizer built with a schedule refuses it, as in Keras:
+/// fit stops with that error); each epoch's logs get "learning_rate".
 class LearningRateScheduler : public Callback {
  public:
   explicit LearningRateScheduler(std::function<double(int epoch, double learning_rate)> schedule, int verbose = 0)

@@ -329,14 +329,18 @@ callbacks::History fit(Model& model, compiled_model& compiled, const X& x, const
       shuffle_rows(rows, rng);
     }
     running_logs logs;
+    // As in Keras, stop_training is read after each batch's end: set earlier (on_train_begin,
+    // on_epoch_begin, on_train_batch_begin), it still lets that batch run.
+    bool stopped = false;
     for_each_batch(rows, o.batch_size, [&](int step, std::span<const std::size_t> batch) {
-      if (run.model().stop_training) return;
+      if (stopped) return;
       run.each([&](callbacks::Callback& c) { c.on_train_batch_begin(step, {}); });
       const Logs step_logs = model.train_on_batch(take_rows(x, batch), take_rows(y, batch));
       logs.add(step_logs, batch.size());
       run.each([&](callbacks::Callback& c) { c.on_train_step_end(epoch, step, step_logs); });
       const Logs so_far = logs.result();
       run.each([&](callbacks::Callback& c) { c.on_train_batch_end(step, so_far); });
+      stopped = run.model().stop_training;
     });
     Logs epoch_logs = logs.result();
     if (validation)

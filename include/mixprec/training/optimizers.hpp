@@ -72,9 +72,17 @@ class Optimizer {
   const schedules::LearningRate& learning_rate() const { return learning_rate_; }
   /// The rate the next apply() uses.
   float current_learning_rate() const { return learning_rate_.at(iterations_); }
-  /// Keras' `optimizer.learning_rate = ...`: a float replaces a schedule (and a schedule a float);
-  /// the next apply() reads it. Slots and iterations are kept.
-  void set_learning_rate(schedules::LearningRate learning_rate) { learning_rate_ = std::move(learning_rate); }
+  /// Keras' `optimizer.learning_rate = ...`: a schedule replaces a float or a schedule, a float
+  /// replaces a float; the next apply() reads it. Slots and iterations are kept. A float over a
+  /// schedule is Keras' TypeError (std::invalid_argument), changing nothing.
+  void set_learning_rate(schedules::LearningRate learning_rate) {
+    if (learning_rate_.is_schedule() && !learning_rate.is_schedule())
+      throw std::invalid_argument(
+          "This optimizer was created with a `LearningRateSchedule` object as its `learning_rate` constructor "
+          "argument, hence its learning rate is not settable. If you need the learning rate to be settable, you "
+          "should instantiate the optimizer with a float `learning_rate` argument.");
+    learning_rate_ = std::move(learning_rate);
+  }
   const options& settings() const { return options_; }
   /// Keras 3's fixed loss scaling (compile() sets it for a policy with a FixedLossScale).
   void set_loss_scale_factor(double factor) {
@@ -240,8 +248,9 @@ class Optimizer {
     nesterov_ = nesterov;
   }
   void set_adam(double beta_1, double beta_2, double epsilon, bool amsgrad) {
+    // Checked as the update kernels read them, in float32 (0.99999999 would round to 1).
     for (const auto& [value, name] : {std::pair{beta_1, "beta_1"}, std::pair{beta_2, "beta_2"}})
-      if (!(value >= 0.0 && value < 1.0))
+      if (!(value >= 0.0 && static_cast<float>(value) < 1.0f))
         throw std::invalid_argument(std::string(class_name()) + ": `" + name + "` must be in [0, 1). Received: " + name + "=" +
                                     text(value));
     if (!(epsilon >= 0.0 && std::isfinite(static_cast<float>(epsilon))))
@@ -340,8 +349,11 @@ class Optimizer {
     };
     if (options_.loss_scale_factor)
       each([&](auto g) { kernels::scale(g, 1.0f, static_cast<float>(*options_.loss_scale_factor)); });
-    if (options_.clipvalue) each([&](auto g) { kernels::clip_by_value(g, static_cast<float>(*options_.clipvalue)); });
-    if (options_.clipnorm) {
+    // A clip of 0 clips nothing, as in Keras (`if self.clipnorm and self.clipnorm > 0`).
+    const auto clips = [](const std::optional<double>& setting) { return setting && *setting > 0.0; };
+    if (clips(options_.clipvalue))
+      each([&](auto g) { kernels::clip_by_value(g, static_cast<float>(*options_.clipvalue)); });
+    if (clips(options_.clipnorm)) {
       const float clip = static_cast<float>(*options_.clipnorm);
       each([&](auto g) {
         using V = typename decltype(g)::value_type;
@@ -349,7 +361,7 @@ class Optimizer {
         kernels::scale(g, clip, std::max(norm, clip));
       });
     }
-    if (options_.global_clipnorm) {
+    if (clips(options_.global_clipnorm)) {
       const float clip = static_cast<float>(*options_.global_clipnorm);
       float squares = 0.0f;
       each([&](auto g) {
@@ -450,6 +462,8 @@ inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
     const double beta_1 = c.number("beta_1", 0.9), beta_2 = c.number("beta_2", 0.999), epsilon = c.number("epsilon", 1e-7);
     const bool amsgrad = c.boolean("amsgrad", false);
     if (class_name == "Adam") return finished(Adam(rate, beta_1, beta_2, epsilon, amsgrad, settings));
+    if (c.present_but_null("weight_decay"))  // Keras' AdamW(weight_decay=None)
+      c.fail("Argument `weight_decay` must be a float. Received: weight_decay=None");
     return finished(AdamW(rate, settings.weight_decay.value_or(0.004), beta_1, beta_2, epsilon, amsgrad, settings));
   }
   throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized["class_name"]) +

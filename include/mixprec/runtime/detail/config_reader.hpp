@@ -28,6 +28,9 @@ class config_reader {
   }
 
   bool has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
+  /// Whether `key` is there, written as null (where Keras takes null as "use the default", has()
+  /// is false for it; where Keras rejects None, this tells).
+  bool present_but_null(const char* key) const { return config_.contains(key) && config_[key].is_null(); }
   const nlohmann::json& raw(const char* key) {
     read_.insert(key);
     if (!config_.contains(key)) fail(std::string("`") + key + "` is missing.");
