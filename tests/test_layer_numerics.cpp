@@ -216,6 +216,18 @@ TEST_CASE("Dropout: identity at inference; in training, zeros at the rate and re
   CHECK(zeros < 1150);
 }
 
+TEST_CASE("Dropout without a seed draws from its name: two layers differ, a run repeats") {
+  Tensor<float, dynamic, 256> x(1);
+  for (auto& v : x.values()) v = 1.0f;
+  Dropout<policies::float32> first(0.5, "dropout"), second(0.5, "dropout_1"), first_again(0.5, "dropout");
+  const auto y = first.training_call(x);
+  CHECK(y == first_again.training_call(x));
+  CHECK_FALSE(y == second.training_call(x));  // the same masks in lockstep would drop the same units
+  // An explicit seed is the seed, whatever the name.
+  Dropout<policies::float32> seeded(0.5, "a", 9), same_seed(0.5, "b", 9);
+  CHECK(seeded.training_call(x) == same_seed.training_call(x));
+}
+
 TEST_CASE("Flatten and Activation") {
   const auto x = random_tensor<float, dynamic, 2, 3, 4>(5, 13);
   Flatten<policies::bfloat16> flatten;

@@ -421,6 +421,16 @@ TEST_CASE("every layer setting survives a Keras config round trip; unsupported s
   CHECK(compiled_config["config"]["layers"][2]["config"]["rate"] == 0.25);
   CHECK(compiled_config["config"]["layers"][2]["config"]["seed"] == 11);
   CHECK(nlohmann::json(RuntimeModel::from_config(compiled_config).get_config()) == compiled_config);
+  // An unseeded Dropout writes Keras' null (its masks come from its name).
+  const nlohmann::json unseeded = Sequential<policies::float32, Input<4>, Dropout<>>().get_config();
+  CHECK(unseeded["config"]["layers"][1]["config"]["seed"].is_null());
+  CHECK(nlohmann::json(RuntimeModel::from_config(unseeded).get_config()) == unseeded);
+  // The name "l1_l2" is tf.keras' l1_l2(): 0.01 each (the L1L2 class defaults to 0).
+  const std::vector<float> w{1.0f, -2.0f};
+  CHECK(std::visit([&](const auto& r) { return r(std::span<const float>(w)); }, regularizers::get("l1_l2")) ==
+        doctest::Approx(0.01 * 3 + 0.01 * 5));
+  CHECK(std::visit([&](const auto& r) { return r(std::span<const float>(w)); },
+                   regularizers::get(nlohmann::json{{"class_name", "L1L2"}, {"config", nlohmann::json::object()}})) == 0.0f);
 
   // Settings mixprec does not implement are never ignored.
   const auto error = [&](nlohmann::json config) -> std::string {

@@ -1,5 +1,6 @@
-// Dropout<Options...>(rate): identity at inference; in training, zeroes each element with
-// probability `rate` and scales the others by 1 / (1 - rate) (in the compute dtype).
+// Dropout<Options...>(rate, name, seed): identity at inference; in training, zeroes each element
+// with probability `rate` and scales the others by 1 / (1 - rate) (in the compute dtype). The
+// draws come from the layer's generator, seeded by `seed`, or by the layer's name when it is 0.
 #pragma once
 
 #include <cstddef>

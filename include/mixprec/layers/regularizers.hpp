@@ -96,7 +96,7 @@ inline any get(const nlohmann::json& identifier) {
     class_name = identifier.get<std::string>();
     if (class_name == "l1") class_name = "L1";
     else if (class_name == "l2") class_name = "L2";
-    else if (class_name == "l1_l2") class_name = "L1L2";
+    else if (class_name == "l1_l2") return l1_l2{0.01, 0.01};  // tf.keras' l1_l2(): 0.01 each (the class' own defaults are 0)
   } else if (identifier.is_object() && identifier.contains("class_name") && identifier["class_name"].is_string()) {
     class_name = identifier["class_name"].get<std::string>();
     if (identifier.contains("config")) config = identifier["config"];

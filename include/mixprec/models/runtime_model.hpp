@@ -295,7 +295,7 @@ class RuntimeModel {
   std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }
 
   /// A training step's forward pass: every layer records what its backward pass needs; returns
-  /// the output, valid until the next step.
+  /// the output, valid until the next step or release_step_buffers().
   detail::any_span forward_for_training(const AnyTensor& x) {
     check_input(x);
     detail::any_span values = x.visit([&](auto v) -> detail::any_span {

@@ -360,7 +360,7 @@ class Sequential {
   std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }
 
   /// A training step's forward pass: every layer records what its backward pass needs; returns
-  /// the output (in the output dtype), valid until the next step.
+  /// the output (in the output dtype), valid until the next step or release_step_buffers().
   template <class T, std::size_t... E>
   std::span<const typename output_type::dtype> forward_for_training(const Tensor<T, E...>& x) {
     static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,

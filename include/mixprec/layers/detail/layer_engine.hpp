@@ -67,9 +67,10 @@ weight_ref<V, C> reference(const AutoCastVariable<std::int8_t, std::int8_t, E...
   return {{}, {}, variable.value().values()};
 }
 
+/// The state of a layer of kind Kind named `layer_name` (a kind may seed it from the name).
 template <class Kind>
-typename Kind::state initial_state(const typename Kind::settings& settings) {
-  if constexpr (requires { Kind::initial_state(settings); }) return Kind::initial_state(settings);
+typename Kind::state initial_state(const typename Kind::settings& settings, std::string_view layer_name) {
+  if constexpr (requires { Kind::initial_state(settings, layer_name); }) return Kind::initial_state(settings, layer_name);
   else return {};
 }
 
@@ -125,11 +126,14 @@ class kind_engine {
       check_allocation("the workspace of one sample", sample.scratch, activation_bytes_);
     }
     std::vector<weight_spec> specs = checked_weights(settings_, input, parameters_before);
+    typename Kind::state state = initial_state<Kind>(settings_, layer_name);
     input_.assign(input.begin(), input.end());
     output_shape_ = std::move(output);
     specs_ = std::move(specs);
     sample_ = sample;
     name_ = layer_name;
+    state_ = std::move(state);
+    pending_state_ = state_;
     return specs_;
   }
   const std::vector<std::size_t>& input_shape() const { return input_; }
@@ -198,7 +202,7 @@ class kind_engine {
   /// each layer of the kind (the runtime model holds up to 16 per kind).
   [[gnu::noinline]] kind_engine(settings_type settings, std::size_t activation_bytes)
       : settings_(std::move(settings)),
-        state_(initial_state<Kind>(settings_)),
+        state_(initial_state<Kind>(settings_, {})),
         pending_state_(state_),
         activation_bytes_(activation_bytes) {}
   [[gnu::noinline]] ~kind_engine() = default;
@@ -330,8 +334,8 @@ class layer_engine : public kind_engine<Kind> {
   void release_input_gradient() { release(input_gradient_); }
 
   /// Frees what a training step keeps for the next one to reuse: the record of its forward pass
-  /// (output, input cast to C, the kind's saved values) and the weight gradients. The next step
-  /// allocates them again.
+  /// (output, input cast to C, the kind's saved values, the non-trainable weights' new values)
+  /// and the weight gradients. The next step allocates them again.
   void release_step_buffers() noexcept {
     release(output_);
     release(converted_input_);
@@ -339,6 +343,7 @@ class layer_engine : public kind_engine<Kind> {
     release(input_gradient_);
     saved_ = {};
     input_values_ = {};
+    std::vector<weight_update<V>>().swap(updates_);  // committed (or dropped) by then
     for (value_buffer<V>& gradient : gradients_) release(gradient);
   }
 

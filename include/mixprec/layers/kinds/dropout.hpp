@@ -1,6 +1,8 @@
 // The Dropout kind: the identity at inference; in training, each element is zeroed with
 // probability `rate` and the others scaled by 1 / (1 - rate) (rounded once to the compute dtype),
-// the choices drawn from the layer's own generator (seeded by `seed`, so runs repeat).
+// the choices drawn from the layer's own generator, seeded by `seed` or, when it is 0 (Keras'
+// None), by a hash of the layer's name: runs repeat, and two unseeded Dropout layers draw
+// different masks.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/detail/number_text.hpp>
+#include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/kind.hpp>
 
 namespace mixprec::layer_kinds {
@@ -23,14 +26,16 @@ struct dropout : detail::weightless_kind {
   static constexpr std::string_view keras_class = "Dropout";
   struct settings {
     double rate = 0.5;
-    std::uint64_t seed = 0;
+    std::uint64_t seed = 0;  // 0: from the layer's name
   };
   /// The output may be the input's own buffer.
   static constexpr bool in_place = true;
   struct state {
     std::mt19937_64 generator;
   };
-  static state initial_state(const settings& s) { return {std::mt19937_64(s.seed)}; }
+  static state initial_state(const settings& s, std::string_view layer_name) {
+    return {std::mt19937_64(s.seed != 0 ? s.seed : initializers::seed_for(layer_name))};
+  }
   /// Which elements were kept.
   template <class C>
   struct saved {
@@ -71,13 +76,14 @@ struct dropout : detail::weightless_kind {
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
     config["rate"] = s.rate;
-    config["seed"] = s.seed;
+    if (s.seed != 0) config["seed"] = s.seed;
+    else config["seed"] = nullptr;  // Keras' seed=None
     config["noise_shape"] = nullptr;
   }
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.rate = read.number("rate");
-    s.seed = read.non_negative("seed", 0);
+    s.seed = read.non_negative("seed", 0);  // null or absent: from the layer's name
     read.unsupported("noise_shape");
     try {
       check(s);
