@@ -439,3 +439,24 @@ TEST_CASE("layer names stay unique, so weight files round trip") {
   CHECK(contains(error_of([] { RuntimeModel({4}, {layer_configs::dense(3, "linear", nullptr, "x"), layer_configs::dense(3, "linear", nullptr, "x")}); }),
                  "layer 2 ('x', Dense): the name 'x' is already used; layer names must be unique."));
 }
+
+TEST_CASE("BatchNormalization's axis: -1, the last axis's index, or tf.keras 2's list of one") {
+  const auto with_axis = [](json axis) {
+    return sequential({nullptr, 5, 3}, {layer("BatchNormalization", {{"axis", std::move(axis)}})});
+  };
+  Tensor<float, dynamic, 5, 3> x(2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i % 7);
+  RuntimeModel last = RuntimeModel::from_config(with_axis(-1));
+  for (const json& axis : {json(2), json::array({2})}) {  // rank 3 with the batch axis: the last is 2
+    CAPTURE(axis.dump());
+    RuntimeModel model = RuntimeModel::from_config(with_axis(axis));
+    CHECK(json(model.get_config())["config"]["layers"][1]["config"]["axis"] == 2);
+    CHECK(model.training_call(AnyTensor(x)).values<float>()[7] == last.training_call(AnyTensor(x)).values<float>()[7]);
+  }
+  CHECK(error_of([&] { RuntimeModel::from_config(with_axis(1)); }) ==
+        "layer 1 ('batch_normalization', BatchNormalization): BatchNormalization normalizes the last axis only: "
+        "axis=-1, or 2 for inputs of rank 3 (with the batch axis). Received: axis=1 (its input is (batch, 5, 3))");
+  CHECK(error_of([&] { RuntimeModel::from_config(with_axis(json::array({1, 2}))); }).find(
+            "`axis` must be one axis, the last (mixprec normalizes no other). Received: axis=[1,2]") != std::string::npos);
+  CHECK(error_of([&] { RuntimeModel::from_config(with_axis("2")); }).find("`axis` must be an integer") != std::string::npos);
+}

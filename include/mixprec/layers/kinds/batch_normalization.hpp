@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -23,12 +24,16 @@
 #include <mixprec/kernels/normalization.hpp>
 #include <mixprec/layers/detail/math.hpp>
 #include <mixprec/layers/kind.hpp>
+#include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::layer_kinds {
 
 struct batch_normalization {
   static constexpr std::string_view keras_class = "BatchNormalization";
   struct settings {
+    /// The normalized axis as a config gives it: -1, or its index counting the batch axis (what
+    /// tf.keras 2 writes, as a list of one: [3] for NHWC images). It must be the last axis.
+    std::int64_t axis = -1;
     double momentum = 0.99;
     double epsilon = 1e-3;
     initializers::any gamma_initializer = initializers::ones{};
@@ -56,8 +61,13 @@ struct batch_normalization {
       throw std::invalid_argument("BatchNormalization: epsilon must be positive; got " + detail::number_text(s.epsilon) + ".");
   }
 
-  static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
+  static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
     if (input.empty()) throw std::invalid_argument("BatchNormalization needs inputs with a channel axis.");
+    const auto last = static_cast<std::int64_t>(input.size());  // its index, the batch axis being 0
+    if (s.axis != -1 && s.axis != last)
+      throw std::invalid_argument("BatchNormalization normalizes the last axis only: axis=-1, or " + std::to_string(last) +
+                                  " for inputs of rank " + std::to_string(last + 1) + " (with the batch axis). Received: axis=" +
+                                  std::to_string(s.axis));
     return {input.begin(), input.end()};
   }
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
@@ -162,7 +172,7 @@ struct batch_normalization {
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
-    config["axis"] = -1;
+    config["axis"] = s.axis;
     config["momentum"] = s.momentum;
     config["epsilon"] = s.epsilon;
     config["center"] = true;
@@ -179,7 +189,16 @@ struct batch_normalization {
   }
   static settings read_config(detail::config_reader& read) {
     settings s;
-    read.unsupported("axis", -1);
+    if (read.has("axis") && read.raw("axis").is_array()) {  // tf.keras 2: a list of axes
+      const nlohmann::json& axes = read.raw("axis");
+      if (axes.size() != 1 || !axes[0].is_number_integer() ||
+          (axes[0].is_number_unsigned() && axes[0].get<std::uint64_t>() > 64))
+        read.fail("`axis` must be one axis, the last (mixprec normalizes no other). Received: axis=" +
+                  detail::shown(axes));
+      s.axis = axes[0].get<std::int64_t>();
+    } else {
+      s.axis = read.integer("axis", -1);
+    }
     s.momentum = read.number("momentum", 0.99);
     s.epsilon = read.number("epsilon", 1e-3);
     read.unsupported("center", true);
