@@ -5,7 +5,8 @@
 //
 // How: this program replaces the global operator new / delete (every variant, so every C++
 // allocation of mixprec, of the standard library and of the thread pool's workers goes through
-// it) with versions that count the live bytes requested and keep their high-water mark. Each
+// it) with versions that count the live bytes requested and keep their high-water mark
+// (tests/heap_counter.hpp, which test_fit uses too). Each
 // case runs in a process of its own (the program re-runs itself with --case=...), because
 // per-thread scratch buffers outlive a model and would hide the next case's. A case makes its
 // input and labels, notes the live bytes (the base), builds and compiles the model, runs three
@@ -27,7 +28,6 @@
 #include "bench_common.hpp"
 #include "bench_networks.hpp"
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -35,7 +35,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <new>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -47,80 +46,8 @@
 #include <mixprec/models.hpp>
 #include <mixprec/training.hpp>
 
-// ---------------------------------------------------------------------------------------------
-// Counting allocator. Each block carries a header (at least 16 bytes, and as large as the
-// alignment asked for) holding the size requested and the header's own size, just before the
-// pointer returned.
-namespace {
+#include "heap_counter.hpp"
 
-std::atomic<std::int64_t> live_bytes{0};
-std::atomic<std::int64_t> peak_bytes{0};
-
-void note_allocation(std::int64_t bytes) {
-  const std::int64_t now = live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  std::int64_t peak = peak_bytes.load(std::memory_order_relaxed);
-  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
-
-void* counted_allocate(std::size_t size, std::size_t alignment) noexcept {
-  const std::size_t header = alignment < 16 ? 16 : alignment;
-  std::size_t total = header + (size == 0 ? 1 : size);
-  total = (total + header - 1) / header * header;  // aligned_alloc wants a multiple of the alignment
-  void* base = std::aligned_alloc(header, total);
-  if (base == nullptr) return nullptr;
-  auto* user = static_cast<unsigned char*>(base) + header;
-  reinterpret_cast<std::size_t*>(user)[-1] = size;
-  reinterpret_cast<std::size_t*>(user)[-2] = header;
-  note_allocation(static_cast<std::int64_t>(size));
-  return user;
-}
-
-void counted_free(void* p) noexcept {
-  if (p == nullptr) return;
-  auto* user = static_cast<unsigned char*>(p);
-  const std::size_t size = reinterpret_cast<std::size_t*>(user)[-1];
-  const std::size_t header = reinterpret_cast<std::size_t*>(user)[-2];
-  live_bytes.fetch_sub(static_cast<std::int64_t>(size), std::memory_order_relaxed);
-  std::free(user - header);
-}
-
-void* allocate_or_throw(std::size_t size, std::size_t alignment) {
-  void* p = counted_allocate(size, alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) { return allocate_or_throw(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
-void* operator new[](std::size_t size) { return allocate_or_throw(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
-void* operator new(std::size_t size, std::align_val_t a) { return allocate_or_throw(size, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t size, std::align_val_t a) { return allocate_or_throw(size, static_cast<std::size_t>(a)); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_allocate(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return counted_allocate(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-}
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_allocate(size, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_allocate(size, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
 
 // ---------------------------------------------------------------------------------------------
 using namespace mixprec;
@@ -167,7 +94,7 @@ measurement measure(std::size_t threads) {
   const Tensor<std::int32_t, dynamic> y(labels);
 
   measurement m;
-  const std::int64_t base = live_bytes.load();
+  const std::int64_t base = heap_counter::live_bytes.load();
   {
     Network<P> model;
     model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(/*from_logits=*/true));
@@ -177,17 +104,17 @@ measurement measure(std::size_t threads) {
     m.activations = static_cast<std::int64_t>(
         (N::batch * N::activations + (std::is_same_v<C, float> ? 0 : N::batch * N::input_features)) * sizeof(C));
 
-    peak_bytes.store(live_bytes.load());
+    heap_counter::peak_bytes.store(heap_counter::live_bytes.load());
     model.train_on_batch(x, y);
-    m.first_step_peak = peak_bytes.load() - base;
+    m.first_step_peak = heap_counter::peak_bytes.load() - base;
     model.train_on_batch(x, y);
     model.train_on_batch(x, y);
-    m.held_between_steps = live_bytes.load() - base;
-    peak_bytes.store(live_bytes.load());
+    m.held_between_steps = heap_counter::live_bytes.load() - base;
+    heap_counter::peak_bytes.store(heap_counter::live_bytes.load());
     model.train_on_batch(x, y);
-    m.step_peak = peak_bytes.load() - base;
+    m.step_peak = heap_counter::peak_bytes.load() - base;
     model.release_step_buffers();
-    m.held_after_fit = live_bytes.load() - base;
+    m.held_after_fit = heap_counter::live_bytes.load() - base;
   }
   return m;
 }

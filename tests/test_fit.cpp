@@ -2,15 +2,12 @@
 // (History, CSVLogger, EarlyStopping, ModelCheckpoint, LearningRateScheduler, the hook order).
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <new>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -25,63 +22,9 @@
 
 #include "model_weights.hpp"
 
-// This program counts its live heap bytes: the global operator new and delete (every variant)
-// are replaced by versions that keep a header with the size, so that a test can see what
-// release_step_buffers() frees.
-namespace {
-std::atomic<std::int64_t> live_bytes{0};
-void* counted_new(std::size_t size, std::size_t alignment) {
-  const std::size_t header = alignment < 16 ? 16 : alignment;
-  const std::size_t total = (header + (size == 0 ? 1 : size) + header - 1) / header * header;
-  void* base = std::aligned_alloc(header, total);
-  if (base == nullptr) throw std::bad_alloc();
-  auto* user = static_cast<unsigned char*>(base) + header;
-  reinterpret_cast<std::size_t*>(user)[-1] = size;
-  reinterpret_cast<std::size_t*>(user)[-2] = header;
-  live_bytes += static_cast<std::int64_t>(size);
-  return user;
-}
-void counted_delete(void* p) noexcept {
-  if (p == nullptr) return;
-  auto* user = static_cast<unsigned char*>(p);
-  live_bytes -= static_cast<std::int64_t>(reinterpret_cast<std::size_t*>(user)[-1]);
-  std::free(user - reinterpret_cast<std::size_t*>(user)[-2]);
-}
-}  // namespace
-void* operator new(std::size_t size) { return counted_new(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
-void* operator new[](std::size_t size) { return counted_new(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
-void* operator new(std::size_t size, std::align_val_t a) { return counted_new(size, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t size, std::align_val_t a) { return counted_new(size, static_cast<std::size_t>(a)); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return counted_new(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  try {
-    return counted_new(size, static_cast<std::size_t>(a));
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t& tag) noexcept {
-  return operator new(size, a, tag);
-}
-void operator delete(void* p) noexcept { counted_delete(p); }
-void operator delete[](void* p) noexcept { counted_delete(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_delete(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_delete(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_delete(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_delete(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_delete(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_delete(p); }
+// This program counts its live heap bytes (heap_counter.hpp replaces operator new and delete), so
+// that a test can see what release_step_buffers() frees.
+#include "heap_counter.hpp"
 
 using namespace mixprec;
 using mixprec::test::copy_weights;
@@ -283,14 +226,14 @@ TEST_CASE("release_step_buffers frees at least every record and gradient; a step
     model.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy(true));
     model.train_on_batch(x, y);
     model.train_on_batch(x, y);
-    const std::int64_t held = live_bytes.load();
+    const std::int64_t held = heap_counter::live_bytes.load();
     model.release_step_buffers();
-    const std::int64_t released = live_bytes.load();
+    const std::int64_t released = heap_counter::live_bytes.load();
     CHECK(held - released >= kept);
     model.train_on_batch(x, y);
-    CHECK(live_bytes.load() == held);  // the same buffers again, nothing more
+    CHECK(heap_counter::live_bytes.load() == held);  // the same buffers again, nothing more
     model.fit(x, y, options);
-    CHECK(live_bytes.load() == released);
+    CHECK(heap_counter::live_bytes.load() == released);
   };
   mlp compiled;
   check(compiled, d.x, d.y, FitOptions<X, Y>{.batch_size = 8, .verbose = 0});
