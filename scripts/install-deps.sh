@@ -6,7 +6,8 @@
 #   --with-torch  that and PyTorch (python3-torch) itself
 #   --plot        also matplotlib (python3-matplotlib), for scripts/plot_history.py
 #   --clang       also clang and its runtimes (ASan, UBSan, libFuzzer), for the sanitize preset
-#                 (the suite under ASan + UBSan, and the libFuzzer targets)
+#                 (the suite under ASan + UBSan, and the libFuzzer targets), and LLVM's linker
+#                 (lld), which links those programs 6x faster than GNU ld
 set -euo pipefail
 
 # zlib1g-dev and dataset-fashion-mnist: the demo trains on Fashion-MNIST (a test runs it briefly).
@@ -16,7 +17,7 @@ case "${1:-}" in
   --bench) packages+=(libopenblas0-pthread) ;;
   --with-torch) packages+=(libopenblas0-pthread python3-torch) ;;
   --plot) packages+=(python3-matplotlib) ;;
-  --clang) packages+=(clang libclang-rt-dev) ;;
+  --clang) packages+=(clang libclang-rt-dev lld) ;;
 esac
 
 missing=()
