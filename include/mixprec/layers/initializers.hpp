@@ -48,6 +48,11 @@ constexpr std::uint64_t seed_for(std::string_view path) {
   return hash;
 }
 
+/// A seed as Keras writes it: 0, mixprec's "derived from the path or name", is Keras' null.
+inline nlohmann::ordered_json seed_config(std::uint64_t seed) {
+  return seed == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(seed);
+}
+
 /// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)). The default for kernels.
 struct glorot_uniform {
   std::uint64_t seed = 0;
@@ -143,18 +148,17 @@ using any = std::variant<glorot_uniform, glorot_normal, he_uniform, he_normal, r
 /// Keras 3's serialized form: {"module": "keras.initializers", "class_name": "GlorotUniform",
 /// "config": {"seed": null}, "registered_name": null}.
 inline nlohmann::ordered_json serialize(const any& initializer) {
-  const auto seed = [](std::uint64_t s) { return s == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s); };
   const auto [class_name, config] = std::visit(
       [&](const auto& i) -> std::pair<const char*, nlohmann::ordered_json> {
         using I = std::remove_cvref_t<decltype(i)>;
-        if constexpr (std::is_same_v<I, glorot_uniform>) return {"GlorotUniform", {{"seed", seed(i.seed)}}};
-        else if constexpr (std::is_same_v<I, glorot_normal>) return {"GlorotNormal", {{"seed", seed(i.seed)}}};
-        else if constexpr (std::is_same_v<I, he_uniform>) return {"HeUniform", {{"seed", seed(i.seed)}}};
-        else if constexpr (std::is_same_v<I, he_normal>) return {"HeNormal", {{"seed", seed(i.seed)}}};
+        if constexpr (std::is_same_v<I, glorot_uniform>) return {"GlorotUniform", {{"seed", seed_config(i.seed)}}};
+        else if constexpr (std::is_same_v<I, glorot_normal>) return {"GlorotNormal", {{"seed", seed_config(i.seed)}}};
+        else if constexpr (std::is_same_v<I, he_uniform>) return {"HeUniform", {{"seed", seed_config(i.seed)}}};
+        else if constexpr (std::is_same_v<I, he_normal>) return {"HeNormal", {{"seed", seed_config(i.seed)}}};
         else if constexpr (std::is_same_v<I, random_normal>)
-          return {"RandomNormal", {{"mean", i.mean}, {"stddev", i.stddev}, {"seed", seed(i.seed)}}};
+          return {"RandomNormal", {{"mean", i.mean}, {"stddev", i.stddev}, {"seed", seed_config(i.seed)}}};
         else if constexpr (std::is_same_v<I, random_uniform>)
-          return {"RandomUniform", {{"minval", i.minval}, {"maxval", i.maxval}, {"seed", seed(i.seed)}}};
+          return {"RandomUniform", {{"minval", i.minval}, {"maxval", i.maxval}, {"seed", seed_config(i.seed)}}};
         else if constexpr (std::is_same_v<I, zeros>) return {"Zeros", nlohmann::ordered_json::object()};
         else if constexpr (std::is_same_v<I, ones>) return {"Ones", nlohmann::ordered_json::object()};
         else return {"Constant", {{"value", i.value}}};

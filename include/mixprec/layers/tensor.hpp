@@ -59,6 +59,14 @@ struct default_init_allocator : std::allocator<T> {
 template <class T>
 using value_buffer = std::vector<T, detail::default_init_allocator<T>>;
 
+namespace detail {
+/// Frees a buffer's memory (clear() would keep its capacity).
+template <class T>
+void free_buffer(value_buffer<T>& buffer) noexcept {
+  value_buffer<T>().swap(buffer);
+}
+}  // namespace detail
+
 /// Tag for a tensor whose values the caller overwrites before reading (no zero fill).
 struct uninitialized_t {
   explicit uninitialized_t() = default;

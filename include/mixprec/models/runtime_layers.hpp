@@ -308,7 +308,7 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
     const auto weights = this->refs();
     const std::span<C> dx =
         engine_.backward(detail::in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
-    value_buffer<C>().swap(converted_gradient_);  // freed now, as the engine frees its own
+    detail::free_buffer(converted_gradient_);  // freed now, as the engine frees its own
     return dx;
   }
   void release_input_gradient() override { engine_.release_input_gradient(); }
@@ -320,8 +320,8 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
   }
   void release_step_buffers() noexcept override {
     engine_.release_step_buffers();
-    value_buffer<C>().swap(converted_input_);
-    value_buffer<C>().swap(converted_gradient_);
+    detail::free_buffer(converted_input_);
+    detail::free_buffer(converted_gradient_);
   }
   std::string state_text() const override { return engine_.state_text(); }
   void restore_state_text(std::string_view text) override { engine_.restore_state_text(text); }

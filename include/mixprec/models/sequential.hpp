@@ -398,7 +398,7 @@ class Sequential {
   /// copies and its state. fit() calls it when it returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     std::apply([](auto&... layers) { (layers.engine().release_step_buffers(), ...); }, layers_);
-    if constexpr (model_casts_output) decltype(cast_output_)().swap(cast_output_);
+    if constexpr (model_casts_output) detail::free_buffer(cast_output_);
   }
   /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
   std::vector<std::string> layer_states() {

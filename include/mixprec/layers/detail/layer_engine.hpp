@@ -202,8 +202,8 @@ class kind_engine {
   /// each layer of the kind (the runtime model holds up to 16 per kind).
   [[gnu::noinline]] kind_engine(settings_type settings, std::size_t activation_bytes)
       : settings_(std::move(settings)),
-        state_(initial_state<Kind>(settings_, {})),
-        pending_state_(state_),
+        state_(),  // set by build(), which knows the layer's name
+        pending_state_(),
         activation_bytes_(activation_bytes) {}
   [[gnu::noinline]] ~kind_engine() = default;
   kind_engine(const kind_engine&) = default;
@@ -326,25 +326,25 @@ class layer_engine : public kind_engine<Kind> {
                         float loss_scale = 1.0f) {
     const std::span<C> dx =
         backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
-    release(converted_gradient_);
+    free_buffer(converted_gradient_);
     return dx;
   }
 
   /// Frees the dx the last backward returned (the model calls it once the layer below has read it).
-  void release_input_gradient() { release(input_gradient_); }
+  void release_input_gradient() { free_buffer(input_gradient_); }
 
   /// Frees what a training step keeps for the next one to reuse: the record of its forward pass
   /// (output, input cast to C, the kind's saved values, the non-trainable weights' new values)
   /// and the weight gradients. The next step allocates them again.
   void release_step_buffers() noexcept {
-    release(output_);
-    release(converted_input_);
-    release(converted_gradient_);
-    release(input_gradient_);
+    free_buffer(output_);
+    free_buffer(converted_input_);
+    free_buffer(converted_gradient_);
+    free_buffer(input_gradient_);
     saved_ = {};
     input_values_ = {};
     std::vector<weight_update<V>>().swap(updates_);  // committed (or dropped) by then
-    for (value_buffer<V>& gradient : gradients_) release(gradient);
+    for (value_buffer<V>& gradient : gradients_) free_buffer(gradient);
   }
 
   /// Weight i's gradient from the last backward (in V); empty after release_step_buffers().
@@ -371,9 +371,6 @@ class layer_engine : public kind_engine<Kind> {
       return result(buffer);
     }
   }
-  /// Frees a buffer's memory (clear() would keep it).
-  template <class T>
-  static void release(value_buffer<T>& buffer) noexcept { value_buffer<T>().swap(buffer); }
   std::span<const C> forward_in_compute_dtype(std::size_t batch, std::span<const C> x, std::span<const ref> weights) {
     batch_ = batch;
     input_values_ = x;

@@ -76,8 +76,7 @@ struct dropout : detail::weightless_kind {
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
     config["rate"] = s.rate;
-    if (s.seed != 0) config["seed"] = s.seed;
-    else config["seed"] = nullptr;  // Keras' seed=None
+    config["seed"] = initializers::seed_config(s.seed);
     config["noise_shape"] = nullptr;
   }
   static settings read_config(detail::config_reader& read) {
