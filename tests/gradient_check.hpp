@@ -463,13 +463,19 @@ void check_float64(const loss_case& lc, std::uint64_t seed) {
 // ---------------------------------------------------------------------------------------------
 // The other policies.
 
-template <class P>
-constexpr double unit_roundoff() {
-  using C = typename P::compute_dtype;
-  if constexpr (std::is_same_v<C, bfloat16>) return 0x1p-8;
-  else if constexpr (std::is_same_v<C, float16>) return 0x1p-11;
-  else return 0x1p-24;
-}
+/// What check_policy needs of a policy, as values: one instantiation per case serves every policy.
+struct policy_under_test {
+  std::string_view name;
+  std::string_view variable_dtype;
+  double unit_roundoff;  // of the compute dtype
+
+  template <class P>
+  static constexpr policy_under_test of() {
+    using C = typename P::compute_dtype;
+    const double u = std::is_same_v<C, bfloat16> ? 0x1p-8 : std::is_same_v<C, float16> ? 0x1p-11 : 0x1p-24;
+    return {P::name, dtype_name_v<typename P::variable_dtype>, u};
+  }
+};
 
 /// The bound on a low-precision gradient g against the float64 gradient g64 at the same weights
 /// and data, tensor by tensor (w: one trainable weight, W of them):
@@ -548,14 +554,14 @@ inline RuntimeModel under_policy(const nlohmann::ordered_json& config, std::stri
   return RuntimeModel::from_config(changed);
 }
 
-template <class Case, class P>
-void check_policy(const loss_case& lc, std::uint64_t seed) {
+template <class Case>
+void check_policy(const loss_case& lc, std::uint64_t seed, const policy_under_test& policy) {
   using Model64 = typename Case::template model<policies::float64>;
   CAPTURE(lc.name);
-  CAPTURE(P::name);
+  CAPTURE(policy.name);
   Model64 original = Case::template make<policies::float64>();
   randomize(original, seed);
-  RuntimeModel model = under_policy(original.get_config(), P::name);
+  RuntimeModel model = under_policy(original.get_config(), policy.name);
   copy_weights(original, model);  // rounded to the variable dtype
   Model64 reference = Case::template make<policies::float64>();
   copy_weights(model, reference);  // exact: the float64 gradients at the same point
@@ -571,10 +577,10 @@ void check_policy(const loss_case& lc, std::uint64_t seed) {
   for (std::size_t i = 0; i < handles.size(); ++i) {
     // In the variable dtype (float32 under the mixed policies), with the weight's shape.
     CHECK(g.gradients[i].dtype() == handles[i].dtype);
-    CHECK(g.gradients[i].dtype() == dtype_name_v<typename P::variable_dtype>);
+    CHECK(g.gradients[i].dtype() == policy.variable_dtype);
     CHECK(g.gradients[i].extents() == handles[i].extents);
   }
-  const gradient_bound bound{unit_roundoff<P>()};
+  const gradient_bound bound{policy.unit_roundoff};
   std::string report;
   const auto computed = doubles_of(g), exact = doubles_of(g64);
   const bool holds = gradient_bound_holds(computed, exact, bound, &report);

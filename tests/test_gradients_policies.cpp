@@ -10,8 +10,9 @@ using namespace gradient_check;
 TEST_CASE_TEMPLATE("lower precision: gradients within the unit-roundoff bound of the float64 gradients", P,
                    policies::float32, policies::mixed_bfloat16, policies::mixed_float16, policies::bfloat16,
                    policies::float16) {
+  constexpr policy_under_test policy = policy_under_test::of<P>();
   std::uint64_t seed = 900;
-  for_each_layer_case([&]<class Case>(const loss_case& lc) { check_policy<Case, P>(lc, seed += 10); });
-  for_each_loss([&]<class Case>(const loss_case& lc) { check_policy<Case, P>(lc, seed += 10); });
-  check_policy<chunked_conv_case, P>(sparse_logits, 1900);
+  for_each_layer_case([&]<class Case>(const loss_case& lc) { check_policy<Case>(lc, seed += 10, policy); });
+  for_each_loss([&]<class Case>(const loss_case& lc) { check_policy<Case>(lc, seed += 10, policy); });
+  check_policy<chunked_conv_case>(sparse_logits, 1900, policy);
 }
