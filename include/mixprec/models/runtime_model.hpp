@@ -31,6 +31,7 @@
 
 #include <mixprec/layers/activations.hpp>
 #include <mixprec/models/any_tensor.hpp>
+#include <mixprec/models/detail/keras_config.hpp>
 #include <mixprec/models/detail/runtime_layer_factory.hpp>
 #include <mixprec/models/detail/training_entry.hpp>
 #include <mixprec/models/logs.hpp>
@@ -222,16 +223,8 @@ class RuntimeModel {
   /// Keras 3's Sequential config; from_config(get_config()) rebuilds the same model.
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
-    for (auto e : input_shape_) batch_shape.push_back(e);
-    layers.push_back({{"class_name", "InputLayer"},
-                      {"config", {{"batch_shape", batch_shape}, {"dtype", "float32"}, {"name", "input_layer"}}}});
-    for (const auto& l : layers_)
-      layers.push_back({{"module", "keras.layers"}, {"class_name", l->class_name()}, {"config", l->config()}});
-    return {{"module", "keras"},
-            {"class_name", "Sequential"},
-            {"config", {{"name", name_}, {"layers", layers}}},
-            {"registered_name", nullptr}};
+    for (const auto& l : layers_) layers.push_back(detail::keras_layer_entry(l->class_name(), l->config()));
+    return detail::sequential_config(name_, input_shape_, "float32", std::move(layers));
   }
 
   // ---- Training (the training floor drives these: #include <mixprec/training.hpp>) ----
@@ -435,15 +428,6 @@ class RuntimeModel {
     return *shape;
   }
 
-  /// The name a layer without one gets: Keras' default for its class, with the first free _N
-  /// suffix when that is taken.
-  static std::string generated_name(const std::string& class_name, const std::set<std::string>& taken) {
-    const std::string base = detail::default_layer_name(class_name);
-    std::string name = base;
-    for (std::size_t n = 1; taken.contains(name); ++n) name = base + "_" + std::to_string(n);
-    return name;
-  }
-
   template <class Deferred>
   void build(const std::vector<nlohmann::json>& layers, const std::optional<DTypePolicyMap>& policies) {
     if (input_shape_.empty()) throw std::invalid_argument("RuntimeModel '" + detail::quote_for_message(name_) + "': the input shape is empty.");
@@ -470,7 +454,7 @@ class RuntimeModel {
       if (config.contains("name") && !config["name"].is_null() && !config["name"].is_string())
         throw site.error("`name` must be a string. Received: " + detail::shown(config["name"]));
       site.name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
-      if (site.name.empty()) site.name = generated_name(site.class_name, names);
+      if (site.name.empty()) site.name = detail::first_free_name(detail::default_layer_name(site.class_name), names);
       if (!names.insert(site.name).second)
         throw site.error("the name '" + detail::quote_for_message(site.name) + "' is already used; layer names must be unique.");
       detail::config_reader model_keys(config, site.owner());

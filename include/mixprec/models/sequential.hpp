@@ -37,6 +37,7 @@
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/layers/variable.hpp>
+#include <mixprec/models/detail/keras_config.hpp>
 #include <mixprec/models/detail/training_entry.hpp>
 #include <mixprec/models/logs.hpp>
 #include <mixprec/layers/quantization.hpp>
@@ -187,6 +188,37 @@ struct labels_do_not_fit_the_output {
   static constexpr bool reported = true;
 };
 
+// What Sequential does per layer or for the whole model without needing the model's type: out of
+// the class, so that a program with many models compiles each once per layer type, or once.
+
+/// A layer's entry in a Sequential's Keras config.
+template <class L>
+nlohmann::ordered_json sequential_layer_entry(const L& layer) {
+  nlohmann::ordered_json config = {{"name", layer.name()}};
+  if constexpr (requires { layer.trainable(); }) config["trainable"] = layer.trainable();
+  config["dtype"] = dtype_policies::serialize(layer.dtype_policy());
+  config.update(layer.keras_config());
+  return keras_layer_entry(L::keras_class, std::move(config));
+}
+
+/// Handles on a layer's weights whose training state (layer and weight trainable) is `trained`.
+template <class L>
+void add_weights_where(L& layer, bool trained, std::vector<weight_handle>& handles) {
+  bool layer_trainable = true;
+  if constexpr (requires { layer.trainable(); }) layer_trainable = layer.trainable();
+  layer.for_each_weight([&](auto& w) {
+    if ((layer_trainable && w.trainable()) == trained) handles.push_back(handle_of(layer.name() + "/" + w.name(), w));
+  });
+}
+
+/// A layer's line in a model's summary: name, policy, parameters.
+template <class L>
+void describe_layer(std::ostream& out, const L& layer) {
+  std::size_t parameters = 0;
+  layer.for_each_weight([&](const auto& w) { parameters += w.size(); });
+  out << "  " << layer.name() << "  " << layer.dtype_policy().name() << "  " << parameters << " parameters\n";
+}
+
 }  // namespace detail
 
 template <class ModelPolicy, class InputSpecType, class... Layers>
@@ -276,21 +308,9 @@ class Sequential {
   /// model at run time.
   nlohmann::ordered_json get_config(std::string name = "sequential") const {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
-    for (std::size_t i = 1; i < input_type::rank; ++i) batch_shape.push_back(input_type::shape_type::extents[i]);
-    layers.push_back({{"class_name", "InputLayer"},
-                      {"config", {{"batch_shape", batch_shape}, {"dtype", dtype_name_v<typename input_type::dtype>},
-                                  {"name", "input_layer"}}}});
-    std::apply([&](const auto&... each) {
-      (layers.push_back({{"module", "keras.layers"},
-                         {"class_name", std::remove_cvref_t<decltype(each)>::keras_class},
-                         {"config", layer_config(each)}}),
-       ...);
-    }, layers_);
-    return {{"module", "keras"},
-            {"class_name", "Sequential"},
-            {"config", {{"name", std::move(name)}, {"layers", layers}}},
-            {"registered_name", nullptr}};
+    std::apply([&](const auto&... each) { (layers.push_back(detail::sequential_layer_entry(each)), ...); }, layers_);
+    return detail::sequential_config(std::move(name), std::span(input_type::shape_type::extents).subspan(1),
+                                     dtype_name_v<typename input_type::dtype>, std::move(layers));
   }
 
   // ---- Training (the training floor drives these: #include <mixprec/training.hpp>) ----
@@ -433,29 +453,12 @@ class Sequential {
   /// One line per layer: name, policy, output shape, parameters.
   friend std::ostream& operator<<(std::ostream& out, const Sequential& model) {
     out << "Sequential (policy " << model_policy_name() << ")\n";
-    std::size_t i = 0;
-    std::apply([&](const auto&... layers) { (model.describe(out, layers, i++), ...); }, model.layers_);
+    std::apply([&](const auto&... layers) { (detail::describe_layer(out, layers), ...); }, model.layers_);
     return out << "  parameters: " << model.parameter_count() << '\n';
   }
 
  private:
   static std::string_view model_policy_name() { return ModelPolicy::name; }
-
-  template <class L>
-  static nlohmann::ordered_json layer_config(const L& layer) {
-    nlohmann::ordered_json config = {{"name", layer.name()}};
-    if constexpr (requires { layer.trainable(); }) config["trainable"] = layer.trainable();
-    config["dtype"] = dtype_policies::serialize(layer.dtype_policy());
-    config.update(layer.keras_config());
-    return config;
-  }
-
-  template <class L>
-  void describe(std::ostream& out, const L& layer, std::size_t) const {
-    std::size_t parameters = 0;
-    layer.for_each_weight([&](const auto& w) { parameters += w.size(); });
-    out << "  " << layer.name() << "  " << layer.dtype_policy().name() << "  " << parameters << " parameters\n";
-  }
 
   /// Every layer's sizes for this batch, before any layer runs: a batch over the size caps
   /// changes no layer's state (moving statistics, Dropout's generator).
@@ -519,32 +522,18 @@ class Sequential {
   }
   std::vector<weight_handle> weights_where(bool trained) {
     std::vector<weight_handle> handles;
-    std::apply([&](auto&... layers) { (add_weights_where(layers, trained, handles), ...); }, layers_);
+    std::apply([&](auto&... layers) { (detail::add_weights_where(layers, trained, handles), ...); }, layers_);
     return handles;
   }
-  template <class L>
-  static void add_weights_where(L& layer, bool trained, std::vector<weight_handle>& handles) {
-    bool layer_trainable = true;
-    if constexpr (requires { layer.trainable(); }) layer_trainable = layer.trainable();
-    layer.for_each_weight([&](auto& w) {
-      if ((layer_trainable && w.trainable()) == trained) handles.push_back(handle_of(layer.name() + "/" + w.name(), w));
-    });
-  }
 
-  /// Keras' naming: the first "dense" keeps its name, the next ones become dense_1, dense_2...,
-  /// each the first such name not taken (so x_1, x, x become x_1, x, x_2: weight paths stay unique).
+  /// Keras' layer names (the first "dense" keeps its name, the next become dense_1, dense_2...:
+  /// detail::first_free_name), then every layer built for its input.
   void name_and_build() {
     std::set<std::string> taken;
     std::apply([&](auto&... layers) {
-      ((layers.set_name(unique_name(taken, layers.name()))), ...);
+      (layers.set_name(*taken.insert(detail::first_free_name(layers.name(), taken)).first), ...);
     }, layers_);
     build_all(std::make_index_sequence<layer_count>{});
-  }
-  static std::string unique_name(std::set<std::string>& taken, const std::string& name) {
-    std::string unique = name;
-    for (std::size_t n = 1; taken.contains(unique); ++n) unique = name + "_" + std::to_string(n);
-    taken.insert(unique);
-    return unique;
   }
   template <std::size_t... I>
   void build_all(std::index_sequence<I...>) {

@@ -93,24 +93,31 @@ inline std::string json_checksum(const nlohmann::json& value) {
   return hex64(fnv1a64(std::as_bytes(std::span(text))));
 }
 
-/// `load` for a weight stored as a Tensor of T: copies, or converts from another floating dtype.
+/// count values of T from a file's bytes in `dtype`: copied, or converted from another floating
+/// dtype. Apart from loader's lambda, so that it is compiled once per T, not once per weight type.
+template <class T>
+std::vector<T> values_from_bytes(std::size_t count, std::string_view dtype, std::span<const std::byte> bytes) {
+  std::vector<T> values(count);
+  if (dtype == dtype_name_v<T>) {
+    std::memcpy(values.data(), bytes.data(), count * sizeof(T));
+  } else {
+    with_dtype_at(*find_dtype(dtype), [&](auto type) {
+      using From = typename decltype(type)::type;
+      if constexpr (FloatingDType<From> && FloatingDType<T>) {
+        std::vector<From> from(count);
+        std::memcpy(from.data(), bytes.data(), count * sizeof(From));
+        kernels::convert<From, T>(std::span<const From>(from), std::span(values));
+      }
+    });
+  }
+  return values;
+}
+
+/// `load` for a weight stored as a Tensor of T: the values from the file, handed to assign.
 template <class T, class Assign>
 std::function<void(std::string_view, std::span<const std::byte>)> loader(std::size_t count, Assign assign) {
   return [count, assign](std::string_view dtype, std::span<const std::byte> bytes) {
-    std::vector<T> values(count);
-    if (dtype == dtype_name_v<T>) {
-      std::memcpy(values.data(), bytes.data(), count * sizeof(T));
-    } else {
-      with_dtype_at(*find_dtype(dtype), [&](auto type) {
-        using From = typename decltype(type)::type;
-        if constexpr (FloatingDType<From> && FloatingDType<T>) {
-          std::vector<From> from(count);
-          std::memcpy(from.data(), bytes.data(), count * sizeof(From));
-          kernels::convert<From, T>(std::span<const From>(from), std::span(values));
-        }
-      });
-    }
-    assign(std::move(values));
+    assign(values_from_bytes<T>(count, dtype, bytes));
   };
 }
 
