@@ -4,6 +4,9 @@
 #  - explicit -march: what an AVX-512 (or an old) CPU's compiler would see, compiled on any machine;
 #  - packaging: a consumer project builds against an installed tree and through add_subdirectory;
 #  - the README's C++ blocks compile.
+# Those that take over about 5 s have a COST, so that a fresh CTest run (no timings of its own
+# yet) starts them before the header checks, which then fill in the end: the last test of a run
+# used to be a 27 s compile beside an idle core.
 
 # The flags a consumer of mixprec::mixprec compiles with, read off a probe target.
 add_library(mixprec_flags_probe OBJECT EXCLUDE_FROM_ALL test_main.cpp)
@@ -49,7 +52,7 @@ foreach(source IN LISTS compile_fail_sources)
   add_test(NAME compile_fail.${check_name}
     COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${consumer_flags} -DSOURCE=${source}
             -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/check.cmake)
-  set_tests_properties(compile_fail.${check_name} PROPERTIES LABELS "compile_fail")
+  set_tests_properties(compile_fail.${check_name} PROPERTIES LABELS "compile_fail" COST 20)
 endforeach()
 
 # The README's C++ blocks compile, all of them in one translation unit (tests/readme/).
@@ -59,7 +62,7 @@ add_test(NAME readme_snippets
   COMMAND ${CMAKE_COMMAND} -DEXTRACTOR=$<TARGET_FILE:mixprec_extract_snippets> -DREADME=${PROJECT_SOURCE_DIR}/README.md
           -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/readme_snippets.cpp -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${consumer_flags}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/readme/check.cmake)
-set_tests_properties(readme_snippets PROPERTIES LABELS "readme")
+set_tests_properties(readme_snippets PROPERTIES LABELS "readme" COST 20)
 # The extractor's errors: each file of readme/bad/ is refused, with the reason.
 foreach(case_and_message IN ITEMS "unclosed_context|the context comment at line 2 is not closed"
                                   "cxx_fence|line 2 opens a C.. block as ```c..; write ```cpp"
@@ -83,7 +86,7 @@ foreach(source IN LISTS benchmark_sources)
   add_test(NAME benchmark_compiles.${check_name}
     COMMAND ${CMAKE_CXX_COMPILER} @${consumer_flags} -Wshadow -Wconversion -Wno-sign-conversion
             -I${PROJECT_SOURCE_DIR}/tests -I${PROJECT_SOURCE_DIR}/examples -fsyntax-only ${source})
-  set_tests_properties(benchmark_compiles.${check_name} PROPERTIES LABELS "benchmarks")
+  set_tests_properties(benchmark_compiles.${check_name} PROPERTIES LABELS "benchmarks" COST 20)
 endforeach()
 
 # Explicit -march, compiled (not run) with optimization so that the optimizer's warnings show:
@@ -113,7 +116,7 @@ foreach(march IN ITEMS sapphirerapids x86-64-v4 x86-64-v2)
     add_test(NAME march.${march}.${check_name}
       COMMAND ${CMAKE_CXX_COMPILER} @${flags} -O2 -Wshadow -Wconversion -Wno-sign-conversion -march=${march}
               -c ${source} -o ${CMAKE_CURRENT_BINARY_DIR}/march_${march}_${check_name}.o)
-    set_tests_properties(march.${march}.${check_name} PROPERTIES LABELS "march")
+    set_tests_properties(march.${march}.${check_name} PROPERTIES LABELS "march" COST 40)
   endforeach()
 endforeach()
 
