@@ -1,5 +1,6 @@
-// Keras 3's Sequential config as both model kinds write it, and Keras' layer names (RuntimeModel::from_config reads it):
-// {"module": "keras", "class_name": "Sequential", "config": {"name", "layers": [InputLayer, ...]}}.
+// What both model kinds write the same way: Keras 3's Sequential config, {"module": "keras",
+// "class_name": "Sequential", "config": {"name", "layers": [InputLayer, ...]}} (what
+// RuntimeModel::from_config reads), and Keras' rule for layer names.
 #pragma once
 
 #include <cstddef>
