@@ -8,8 +8,9 @@
 // benchmarks/torch_quantized_linear.py times PyTorch's dynamically quantized nn.Linear at the
 // same shapes.
 //
-// The int8 GEMM runs its best kernel for this CPU unless the name says otherwise: "highway"
-// forbids the native vpdpbusd kernels (pmaddwd on the best Highway target), "avx_vnni" forces the
+// The int8 GEMM runs its best kernel for this CPU (AMX where the CPU has it) unless the name says
+// otherwise: "avx512_vnni" forbids AMX (512-bit vpdpbusd), "highway" forbids the native kernels
+// (pmaddwd on the best Highway target), "avx_vnni" forces the
 // AVX2 target (whose native kernel is AVX-VNNI's 256-bit vpdpbusd, where the CPU has it), and
 // "highway_avx2" both (what a CPU with AVX2 and no VNNI runs); "f32_avx2" is the float32 GEMM on
 // the AVX2 target, to compare with it.
@@ -66,7 +67,7 @@ std::vector<T> random_values(std::size_t count, unsigned seed) {
   return values;
 }
 
-enum class int8_path { best, highway, avx_vnni, highway_avx2 };
+enum class int8_path { best, avx512_vnni, highway, avx_vnni, highway_avx2 };
 
 /// Selects an int8 kernel for the benchmark's lifetime (and skips it where the CPU lacks it).
 class int8_path_scope {
@@ -74,15 +75,23 @@ class int8_path_scope {
   int8_path_scope(benchmark::State& state, int8_path path) {
     const bool highway = path == int8_path::highway || path == int8_path::highway_avx2;
     if (highway) kernels::detail::set_native_int8_enabled(false);
+    if (path == int8_path::avx512_vnni) kernels::detail::set_amx_int8_enabled(false);
     if (path == int8_path::avx_vnni && !kernels::detail::avx_vnni_supported()) {
       state.SkipWithError("this CPU has no AVX-VNNI");
+      return;
+    }
+    if (path == int8_path::avx512_vnni && !kernels::detail::avx512_vnni_supported()) {
+      state.SkipWithError("this CPU has no AVX-512 VNNI");
       return;
     }
     if (path == int8_path::avx_vnni || path == int8_path::highway_avx2) target_.emplace("AVX2");
     state.SetLabel(kernels::detail::int8_gemm_kernel_name(kernels::detail::gemm_int8_kernel()) +
                    std::string(" on ") + kernels::active_target());
   }
-  ~int8_path_scope() { kernels::detail::set_native_int8_enabled(true); }
+  ~int8_path_scope() {
+    kernels::detail::set_native_int8_enabled(true);
+    kernels::detail::set_amx_int8_enabled(true);
+  }
 
  private:
   std::optional<kernels::target_scope> target_;
@@ -127,9 +136,11 @@ void BM_gemm_float(benchmark::State& state) {
 /// y = x W + bias, float32 in and out. int8: x quantized per row (Keras' abs_max_quantize), W
 /// quantized per unit beforehand (stored units x inputs, B^T), int8 GEMM, dequantized with bias.
 /// float32: the GEMM, then the bias added.
+template <int8_path Path>
 void BM_dense_int8(benchmark::State& state) {
   const dense_size size(state);
   use_threads(state);
+  const int8_path_scope path(state, Path);
   const auto x = random_values<float>(size.m * size.k, 1);
   const auto w = random_values<float>(size.n * size.k, 2);  // units x inputs
   const auto bias = random_values<float>(size.n, 3);
@@ -211,6 +222,7 @@ void int8_sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_gemm_int8<int8_path::best, transpose::no>)->Name("gemm/int8")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::best, transpose::yes>)->Name("gemm/int8_bt")->Apply(int8_sizes);
+BENCHMARK(BM_gemm_int8<int8_path::avx512_vnni, transpose::no>)->Name("gemm/int8_avx512_vnni")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::highway, transpose::no>)->Name("gemm/int8_highway")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::avx_vnni, transpose::no>)->Name("gemm/int8_avx_vnni")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_int8<int8_path::highway_avx2, transpose::no>)
@@ -219,7 +231,8 @@ BENCHMARK(BM_gemm_int8<int8_path::highway_avx2, transpose::no>)
 BENCHMARK(BM_gemm_float<bfloat16>)->Name("gemm/bf16")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<float>)->Name("gemm/f32")->Apply(int8_sizes);
 BENCHMARK(BM_gemm_float<float, true>)->Name("gemm/f32_avx2")->Apply(int8_sizes);
-BENCHMARK(BM_dense_int8)->Name("dense/int8")->Apply(int8_sizes);
+BENCHMARK(BM_dense_int8<int8_path::best>)->Name("dense/int8")->Apply(int8_sizes);
+BENCHMARK(BM_dense_int8<int8_path::avx512_vnni>)->Name("dense/int8_avx512_vnni")->Apply(int8_sizes);
 BENCHMARK(BM_dense_f32)->Name("dense/f32")->Apply(int8_sizes);
 BENCHMARK(BM_quantize_rows)->Name("quantize_rows/f32/256x1024")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_dequantize_rows)->Name("dequantize_rows/f32/256x1024")->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();

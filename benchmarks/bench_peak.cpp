@@ -1,13 +1,18 @@
 // The arithmetic peak of one core, the ceiling the GEMM benchmarks are measured against:
 // `vdpbf16ps` (AVX-512 BF16: 16 lanes x 2 bfloat16 products added to a float, 64 flops per
-// instruction) and the float32 fused multiply-add on zmm (AVX-512F, 32 flops) and ymm (AVX2 +
-// FMA, 16 flops). Each loop keeps 24 independent accumulators busy, more than latency x
-// throughput on any current core, so the instruction's throughput is what is measured. Each case
+// instruction), the float32 fused multiply-add on zmm (AVX-512F, 32 flops) and ymm (AVX2 +
+// FMA, 16 flops), and for the int8 GEMM `vpdpbusd` on zmm (AVX-512 VNNI: 16 lanes x 4 byte
+// products, 128 operations) and AMX's `tdpbssd` (16 x 16 sums of 64 byte products, 32768
+// operations; "FLOPS" counts operations for these two). Each vector loop keeps 24 independent
+// accumulators busy, more than latency x throughput on any current core, the AMX loop four
+// tiles (all the tile registers left beside one A and one B tile), so the instruction's
+// throughput is what is measured. Each case
 // is compiled for its instruction set with a target attribute and skipped (with a message) on a
 // CPU without it. FLOPS is per second of the thread's CPU time (time the OS gave it to another
 // process does not count); still, run it while the machine is otherwise quiet.
 // First: GCC 12's false positive in its own AVX-512 intrinsics, silenced for that header alone.
 #include <mixprec/core/detail/x86_intrinsics.hpp>
+#include <mixprec/kernels/detail/gemm_native_int8.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -80,12 +85,55 @@ __attribute__((target("avx2,fma"))) void fma_ymm(benchmark::State& state) {
   set_flops(state, 16);
 }
 
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void dpbusd_zmm(benchmark::State& state) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i acc[accumulators];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  for (auto _ : state) {
+    for (std::int64_t s = 0; s < steps_per_iteration; ++s) {
+#pragma GCC unroll 24
+      for (int i = 0; i < accumulators; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], ones, ones);
+    }
+  }
+  __m512i total = _mm512_setzero_si512();
+  for (auto& a : acc) total = _mm512_add_epi32(total, a);
+  benchmark::DoNotOptimize(_mm512_reduce_add_epi32(total));
+  set_flops(state, 128);
+}
+
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+__attribute__((target("amx-tile,amx-int8"))) void tdpbssd(benchmark::State& state) {
+  alignas(64) static const std::int8_t ones[16 * 64] = {1};
+  alignas(64) std::int32_t sums[16 * 16];
+  mixprec::kernels::detail::native_int8::amx::begin();
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(6, ones, 64);
+  for (auto _ : state) {
+    for (std::int64_t s = 0; s < steps_per_iteration * accumulators / 4; ++s) {
+      _tile_dpbssd(0, 4, 6);
+      _tile_dpbssd(1, 4, 6);
+      _tile_dpbssd(2, 4, 6);
+      _tile_dpbssd(3, 4, 6);
+    }
+  }
+  _tile_stored(0, sums, 64);
+  mixprec::kernels::detail::native_int8::amx::end();
+  benchmark::DoNotOptimize(sums);
+  set_flops(state, 32768);
+}
+#endif
+
 bool cpu_has(const char* feature) {
   __builtin_cpu_init();
   if (__builtin_strcmp(feature, "avx512bf16") == 0)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
   if (__builtin_strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+  if (__builtin_strcmp(feature, "avx512vnni") == 0)
+    return mixprec::kernels::detail::native_int8::cpu_supports_avx512_vnni();
+  if (__builtin_strcmp(feature, "amx-int8") == 0) return mixprec::kernels::detail::native_int8::cpu_supports_amx_int8();
+#endif
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
@@ -105,6 +153,10 @@ void when_supported(benchmark::State& state, void (*body)(benchmark::State&), co
 BENCHMARK_CAPTURE(when_supported, vdpbf16ps_zmm, &dpbf16ps_zmm, "avx512bf16")->Name("peak/vdpbf16ps_zmm");
 BENCHMARK_CAPTURE(when_supported, vfmadd_ps_zmm, &fma_zmm, "avx512f")->Name("peak/vfmadd_ps_zmm");
 BENCHMARK_CAPTURE(when_supported, vfmadd_ps_ymm, &fma_ymm, "avx2")->Name("peak/vfmadd_ps_ymm");
+BENCHMARK_CAPTURE(when_supported, vpdpbusd_zmm, &dpbusd_zmm, "avx512vnni")->Name("peak/vpdpbusd_zmm");
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+BENCHMARK_CAPTURE(when_supported, tdpbssd, &tdpbssd, "amx-int8")->Name("peak/tdpbssd");
+#endif
 
 #endif  // x86 with GCC or Clang
 

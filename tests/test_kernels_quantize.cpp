@@ -41,12 +41,13 @@ namespace {
 constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
 constexpr float inf_f = std::numeric_limits<float>::infinity();
 
-/// Restores the GEMM thread count and the native int8 switch at the end of a scope.
+/// Restores the GEMM thread count and the native int8 and AMX switches at the end of a scope.
 struct settings_scope {
   std::size_t threads = kernels::num_threads();
   ~settings_scope() {
     kernels::set_num_threads(threads);
     kernels::detail::set_native_int8_enabled(true);
+    kernels::detail::set_amx_int8_enabled(true);
   }
 };
 
@@ -57,28 +58,32 @@ bool at_least(const std::string& target, const char* floor) {
   return t != order.end() && t <= f;
 }
 
-/// The kernel an int8 GEMM must run on `target` with the native kernels enabled.
-int8_gemm_kernel expected_kernel(const std::string& target) {
+/// The kernel an int8 GEMM must run on `target` with the native kernels enabled (and AMX, or not).
+int8_gemm_kernel expected_kernel(const std::string& target, bool amx = true) {
+  if (at_least(target, "AVX3") && amx && kernels::detail::amx_int8_supported()) return int8_gemm_kernel::amx_int8;
   if (at_least(target, "AVX3") && kernels::detail::avx512_vnni_supported()) return int8_gemm_kernel::avx512_vnni;
   if (at_least(target, "AVX2") && kernels::detail::avx_vnni_supported()) return int8_gemm_kernel::avx_vnni;
   return int8_gemm_kernel::highway;
 }
 
-/// f(target, kernel) for every supported target and every int8 GEMM kernel it can run here: its
-/// native kernel (if any), then its Highway kernel.
+/// f(target, kernel) for every supported target and every int8 GEMM kernel it can run here: AMX
+/// (if the CPU has it), its other native kernel (if any), then its Highway kernel.
 template <class F>
 void for_each_int8_kernel(F&& f) {
   settings_scope restore;
   for_each_target([&](const std::string& target) {
-    for (bool native : {true, false}) {
+    std::set<int8_gemm_kernel> run;
+    for (const auto& [native, amx] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
       kernels::detail::set_native_int8_enabled(native);
+      kernels::detail::set_amx_int8_enabled(amx);
       const int8_gemm_kernel kernel = kernels::detail::gemm_int8_kernel();
-      REQUIRE(kernel == (native ? expected_kernel(target) : int8_gemm_kernel::highway));
-      if (native && kernel == int8_gemm_kernel::highway) continue;  // the same kernel as native == false
+      REQUIRE(kernel == (native ? expected_kernel(target, amx) : int8_gemm_kernel::highway));
+      if (!run.insert(kernel).second) continue;  // the same kernel as an earlier setting
       INFO("int8 GEMM kernel ", kernels::detail::int8_gemm_kernel_name(kernel));
       f(target, kernel);
     }
     kernels::detail::set_native_int8_enabled(true);
+    kernels::detail::set_amx_int8_enabled(true);
   });
 }
 
@@ -196,11 +201,12 @@ std::set<std::string> kernels_run;
 
 TEST_CASE("int8 gemm is exact: ragged shapes around every tile, all transpositions, every target and kernel") {
   std::vector<shape> shapes;
-  // Tiles: 4, 6 (AVX-VNNI), 8 (Highway on AVX3) and 12 (AVX-512 VNNI) rows; 2 vectors of 2, 8, 16
-  // or 32 columns (Highway on SCALAR, SSE4, AVX2, AVX3), 16 (AVX-VNNI) or 32 (AVX-512 VNNI).
-  for (std::size_t m : {1, 3, 4, 5, 7, 8, 9, 12, 13, 25, 70})
+  // Tiles: 4, 6 (AVX-VNNI), 8 (Highway on AVX3), 12 (AVX-512 VNNI) and 32 (AMX) rows; 2 vectors of
+  // 2, 8, 16 or 32 columns (Highway on SCALAR, SSE4, AVX2, AVX3), 16 (AVX-VNNI) or 32 (AVX-512
+  // VNNI, AMX); AMX takes the depth 64 at a time.
+  for (std::size_t m : {1, 3, 4, 5, 7, 8, 9, 12, 13, 25, 32, 33, 70})
     for (std::size_t n : {1, 2, 7, 9, 16, 17, 32, 33, 70})
-      for (std::size_t k : {1, 2, 3, 4, 5, 9, 31, 70}) shapes.push_back({m, n, k});
+      for (std::size_t k : {1, 2, 3, 4, 5, 9, 31, 64, 65, 70}) shapes.push_back({m, n, k});
   const auto cases = random_cases(shapes, 1);
   for_each_int8_kernel([&](const std::string& target, int8_gemm_kernel kernel) {
     kernels_run.insert(target + ":" + kernels::detail::int8_gemm_kernel_name(kernel));
@@ -208,7 +214,7 @@ TEST_CASE("int8 gemm is exact: ragged shapes around every tile, all transpositio
   });
 }
 
-TEST_CASE("int8 gemm is exact across cache blocks (kc 512, mc 192, nc 1024) and on one or two threads") {
+TEST_CASE("int8 gemm is exact across cache blocks (kc 512, 1024 for AMX, mc 192, nc 1024) on one or two threads") {
   settings_scope restore;
   // Each crosses blocks in one or two dimensions (257 = one tile row past 256, 1031 > 2 kc).
   const auto cases = random_cases({{257, 37, 1031}, {13, 2053, 515}, {385, 70, 70}, {40, 1031, 257}}, 3);
@@ -598,15 +604,20 @@ TEST_CASE("int8 kernels run on this machine") {
   settings_scope restore;
   for_each_target([&](const std::string& target) {
     CHECK(kernels::detail::gemm_int8_kernel() == expected_kernel(target));
+    kernels::detail::set_amx_int8_enabled(false);
+    CHECK(kernels::detail::gemm_int8_kernel() == expected_kernel(target, false));
+    kernels::detail::set_amx_int8_enabled(true);
     kernels::detail::set_native_int8_enabled(false);
     CHECK(kernels::detail::gemm_int8_kernel() == int8_gemm_kernel::highway);
     kernels::detail::set_native_int8_enabled(true);
   });
   CHECK(kernels::detail::native_int8_supported() ==
-        (kernels::detail::avx512_vnni_supported() || kernels::detail::avx_vnni_supported()));
+        (kernels::detail::amx_int8_supported() || kernels::detail::avx512_vnni_supported() ||
+         kernels::detail::avx_vnni_supported()));
   std::string run;
   for (const auto& name : kernels_run) run += (run.empty() ? "" : " ") + name;
-  std::printf("mixprec int8 GEMM kernels run (target:kernel): %s; AVX-512 VNNI %s, AVX-VNNI %s\n", run.c_str(),
+  std::printf("mixprec int8 GEMM kernels run (target:kernel): %s; AMX-INT8 %s, AVX-512 VNNI %s, AVX-VNNI %s\n",
+              run.c_str(), kernels::detail::amx_int8_supported() ? "yes" : "no",
               kernels::detail::avx512_vnni_supported() ? "yes" : "no",
               kernels::detail::avx_vnni_supported() ? "yes" : "no");
 }

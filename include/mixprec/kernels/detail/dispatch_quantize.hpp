@@ -60,8 +60,18 @@ MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel) {
     case int8_gemm_kernel::highway: return "highway";
     case int8_gemm_kernel::avx_vnni: return "avx_vnni";
     case int8_gemm_kernel::avx512_vnni: return "avx512_vnni";
+    case int8_gemm_kernel::amx_int8: return "amx_int8";
   }
   return "unknown";
+}
+
+MIXPREC_KERNEL_API bool amx_int8_supported() {
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+  static const bool supported = native_int8::cpu_supports_amx_int8();
+  return supported;
+#else
+  return false;
+#endif
 }
 
 MIXPREC_KERNEL_API bool avx512_vnni_supported() {
@@ -82,7 +92,9 @@ MIXPREC_KERNEL_API bool avx_vnni_supported() {
 #endif
 }
 
-MIXPREC_KERNEL_API bool native_int8_supported() { return avx512_vnni_supported() || avx_vnni_supported(); }
+MIXPREC_KERNEL_API bool native_int8_supported() {
+  return amx_int8_supported() || avx512_vnni_supported() || avx_vnni_supported();
+}
 
 inline std::atomic<bool>& native_int8_switch() {
   static std::atomic<bool> enabled{true};
@@ -91,6 +103,14 @@ inline std::atomic<bool>& native_int8_switch() {
 
 MIXPREC_KERNEL_API void set_native_int8_enabled(bool enabled) { native_int8_switch().store(enabled); }
 MIXPREC_KERNEL_API bool native_int8_enabled() { return native_int8_switch().load(); }
+
+inline std::atomic<bool>& amx_int8_switch() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
+
+MIXPREC_KERNEL_API void set_amx_int8_enabled(bool enabled) { amx_int8_switch().store(enabled); }
+MIXPREC_KERNEL_API bool amx_int8_enabled() { return amx_int8_switch().load(); }
 MIXPREC_KERNEL_ENTRY_DEFINITION int8_gemm_kernel gemm_int8_kernel() { return MIXPREC_KERNELS_DISPATCH(GemmInt8Kernel)(); }
 
 }  // namespace detail

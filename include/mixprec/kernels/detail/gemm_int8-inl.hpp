@@ -155,15 +155,32 @@ struct lane_cursor {
 };
 
 /// Packs `lanes` lanes of `depth` int8 elements into panels of `width` lanes of F units,
-/// zero-padded to whole panels: element (lane, p) is src[lane * lane_stride + p * depth_stride],
-/// one of the strides being 1 (the other is the leading dimension).
+/// zero-padded to whole panels and to `padded_units` units per lane (at least the depth's):
+/// element (lane, p) is src[lane * lane_stride + p * depth_stride], one of the strides being 1
+/// (the other is the leading dimension).
 template <unit_format F>
 void pack(const std::int8_t* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
-          std::size_t depth, std::size_t width, std::uint32_t* dst) {
+          std::size_t depth, std::size_t width, std::size_t padded_units, std::uint32_t* dst) {
   constexpr std::size_t ud = unit_depth<F>;
   const std::size_t units = kd::ceil_div(depth, ud);
-  const lane_cursor first_lane{dst, 0, width, units * width};
+  const lane_cursor first_lane{dst, 0, width, padded_units * width};
   const auto unit_count = [&](std::size_t u) { return std::min(ud, depth - u * ud); };
+  const std::size_t panels = kd::ceil_div(lanes, width);
+  for (std::size_t panel = 0; panel < panels; ++panel) {
+    std::uint32_t* start = dst + panel * padded_units * width;
+    std::fill(start + units * width, start + padded_units * width, 0u);
+  }
+  if constexpr (F == unit_format::quads) {
+    if (width == 1 && depth_stride == 1) {
+      // Lane by lane, each lane's units contiguous: the quads are the lane's bytes as they are.
+      for (std::size_t lane = 0; lane < lanes; ++lane) {
+        auto* out = reinterpret_cast<unsigned char*>(dst + lane * padded_units);
+        std::memcpy(out, src + lane * lane_stride, depth);
+        std::memset(out + depth, 0, units * ud - depth);
+      }
+      return;
+    }
+  }
   if (depth_stride == 1) {
     // Each lane's depth elements are contiguous: four lanes' 16 bytes, transposed, are four units
     // of four lanes.
@@ -243,7 +260,7 @@ void pack(const std::int8_t* src, std::size_t lane_stride, std::size_t depth_str
   }
   const std::size_t filled = lanes % width;  // the last panel's zero lanes
   if (filled != 0) {
-    std::uint32_t* last_panel = dst + (lanes / width) * units * width;
+    std::uint32_t* last_panel = dst + (lanes / width) * padded_units * width;
     for (std::size_t u = 0; u < units; ++u)
       std::fill(last_panel + u * width + filled, last_panel + (u + 1) * width, 0u);
   }
@@ -263,6 +280,9 @@ struct highway_kernel {
 #else
   static constexpr std::size_t tile_rows = 4;
 #endif
+  static constexpr std::size_t a_panel_rows = tile_rows;
+  static constexpr std::size_t depth_block = kd::gemm_int8_depth_block;
+  static std::size_t packed_units(std::size_t depth) { return kd::ceil_div(depth, 2); }
   static constexpr std::size_t max_tile_columns = 2 * HWY_MAX_BYTES / sizeof(std::int32_t);
   static std::size_t tile_columns() { return 2 * hn::Lanes(D32()); }
 
@@ -319,8 +339,11 @@ struct vnni_kernel {
   static constexpr unit_format b_format = unit_format::quads;
   static constexpr bool has_init = true;
   static constexpr std::size_t tile_rows = Native::tile_rows;
+  static constexpr std::size_t a_panel_rows = tile_rows;
+  static constexpr std::size_t depth_block = kd::gemm_int8_depth_block;
   static constexpr std::size_t max_tile_columns = Native::tile_columns;
   static std::size_t tile_columns() { return Native::tile_columns; }
+  static std::size_t packed_units(std::size_t depth) { return kd::ceil_div(depth, 4); }
 
   /// The start of every tile's sums: -128 times the column sums of the packed B block.
   static void prepare(std::size_t units, const std::uint32_t* packed_b, std::size_t columns, std::int32_t* init) {
@@ -348,6 +371,34 @@ struct avx_vnni {
 #endif
 
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+/// The AMX-INT8 kernel of gemm_native_int8.hpp. tdpbssd reads op(A) as rows of units (16 at a
+/// time), so op(A) is packed row by row (panels of one row); op(B) as the vpdpbusd kernels have it
+/// (panels of 32 columns, unit by unit), both signed; every lane's units zero-padded to whole
+/// steps of 16, so that the tiles never take a partial step.
+struct amx_kernel {
+  static constexpr unit_format a_format = unit_format::quads;
+  static constexpr unit_format b_format = unit_format::quads;
+  static constexpr bool has_init = false;
+  static constexpr std::size_t tile_rows = kd::native_int8::amx::tile_rows;
+  static constexpr std::size_t a_panel_rows = 1;
+  static constexpr std::size_t depth_block = kd::gemm_int8_amx_depth_block;
+  static constexpr std::size_t max_tile_columns = kd::native_int8::amx::tile_columns;
+  static std::size_t tile_columns() { return kd::native_int8::amx::tile_columns; }
+  static std::size_t packed_units(std::size_t depth) {
+    return kd::round_up(kd::ceil_div(depth, 4), kd::native_int8::amx::step_units);
+  }
+  /// The tile configuration is per thread: loaded before a rectangle's first tile, released after.
+  static void begin() { kd::native_int8::amx::begin(); }
+  static void end() { kd::native_int8::amx::end(); }
+
+  static void prepare(std::size_t, const std::uint32_t*, std::size_t, std::int32_t*) {}
+
+  static void multiply_tile(std::size_t units, const std::uint32_t* a, const std::uint32_t* b, const std::int32_t*,
+                            std::int32_t* dst, std::size_t ldd, bool accumulate) {
+    kd::native_int8::amx::multiply_tile(units / kd::native_int8::amx::step_units, a, units, b, dst, ldd, accumulate);
+  }
+};
+
 struct avx512_vnni {
   static constexpr std::size_t tile_rows = kd::native_int8::avx512::tile_rows;
   static constexpr std::size_t tile_columns = kd::native_int8::avx512::tile_columns;
@@ -399,12 +450,11 @@ void multiply_packed(const std::uint32_t* a, const std::uint32_t* b, const std::
 template <class Kernel>
 void multiply_rectangle(const kd::gemm_int8_problem& problem, kd::index_range rows, kd::index_range columns) {
   static_assert(unit_depth<Kernel::a_format> == unit_depth<Kernel::b_format>);
-  constexpr std::size_t ud = unit_depth<Kernel::b_format>;
   const std::size_t tile_columns = Kernel::tile_columns();
-  const std::size_t kc = std::min(kd::gemm_int8_depth_block, problem.k);
+  const std::size_t kc = std::min(Kernel::depth_block, problem.k);
   const std::size_t mc = std::min(kd::gemm_int8_row_block, rows.size());
   const std::size_t nc = std::min(kd::gemm_int8_column_block, columns.size());
-  const std::size_t max_units = kd::ceil_div(kc, ud);
+  const std::size_t max_units = Kernel::packed_units(kc);
 
   kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
   std::uint32_t* packed_a = workspace.packed_a.get<std::uint32_t>(max_units * kd::round_up(mc, Kernel::tile_rows));
@@ -412,36 +462,41 @@ void multiply_rectangle(const kd::gemm_int8_problem& problem, kd::index_range ro
   std::int32_t* init = Kernel::has_init ? workspace.accumulators.get<std::int32_t>(kd::round_up(nc, tile_columns))
                                         : nullptr;
 
+  if constexpr (requires { Kernel::begin(); }) Kernel::begin();
   for (std::size_t jc = columns.begin; jc < columns.end; jc += nc) {
     const std::size_t block_columns = std::min(nc, columns.end - jc);
     for (std::size_t pc = 0; pc < problem.k; pc += kc) {
       const std::size_t depth = std::min(kc, problem.k - pc);
-      const std::size_t units = kd::ceil_div(depth, ud);
+      const std::size_t units = Kernel::packed_units(depth);
       // op(B)(p, j) is B[p][j], or B[j][p] when transposed.
       if (problem.trans_b) {
         pack<Kernel::b_format>(problem.b + jc * problem.ldb + pc, problem.ldb, 1, block_columns, depth, tile_columns,
-                               packed_b);
+                               units, packed_b);
       } else {
         pack<Kernel::b_format>(problem.b + pc * problem.ldb + jc, 1, problem.ldb, block_columns, depth, tile_columns,
-                               packed_b);
+                               units, packed_b);
       }
       Kernel::prepare(units, packed_b, kd::round_up(block_columns, tile_columns), init);
       for (std::size_t ic = rows.begin; ic < rows.end; ic += mc) {
         const std::size_t block_rows = std::min(mc, rows.end - ic);
         // op(A)(i, p) is A[i][p], or A[p][i] when transposed.
-        constexpr std::size_t rows_per_panel = Kernel::tile_rows;
+        constexpr std::size_t rows_per_panel = Kernel::a_panel_rows;
         if (problem.trans_a) {
           pack<Kernel::a_format>(problem.a + pc * problem.lda + ic, 1, problem.lda, block_rows, depth, rows_per_panel,
-                                 packed_a);
+                                 units, packed_a);
         } else {
           pack<Kernel::a_format>(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, rows_per_panel,
-                                 packed_a);
+                                 units, packed_a);
+        }
+        if constexpr (rows_per_panel == 1) {  // a ragged tile's missing rows are read (and dropped): zeros
+          std::fill(packed_a + block_rows * units, packed_a + kd::round_up(block_rows, Kernel::tile_rows) * units, 0u);
         }
         multiply_packed<Kernel>(packed_a, packed_b, init, block_rows, block_columns, units,
                                 problem.c + ic * problem.ldc + jc, problem.ldc, pc != 0);
       }
     }
   }
+  if constexpr (requires { Kernel::end(); }) Kernel::end();
 }
 
 template <class Kernel>
@@ -461,6 +516,7 @@ inline kd::int8_gemm_kernel chosen_kernel() {
 #if MIXPREC_KERNELS_INT8_AVX_VNNI
   if (kd::native_int8_enabled()) {
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+    if (kd::amx_int8_enabled() && kd::amx_int8_supported()) return kd::int8_gemm_kernel::amx_int8;
     if (kd::avx512_vnni_supported()) return kd::int8_gemm_kernel::avx512_vnni;
 #endif
     if (kd::avx_vnni_supported()) return kd::int8_gemm_kernel::avx_vnni;
@@ -477,6 +533,7 @@ inline void run_gemm(const kd::gemm_int8_problem& problem) {
   }
   switch (chosen_kernel()) {
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+    case kd::int8_gemm_kernel::amx_int8: return run_on_pool<amx_kernel>(problem);
     case kd::int8_gemm_kernel::avx512_vnni: return run_on_pool<vnni_kernel<avx512_vnni>>(problem);
 #endif
 #if MIXPREC_KERNELS_INT8_AVX_VNNI

@@ -61,9 +61,10 @@ inline constexpr bool has_float8_rows_kernel =
 template <class F, class T>
 float quantize_dequantize(const T* x, std::size_t n, float scale, T* y);
 
-// The native int8 GEMM kernels (detail/gemm_native_int8.hpp): vpdpbusd on CPUs with AVX-512 VNNI
-// (from the AVX3 target or better) or AVX-VNNI (from the AVX2 target or better), when enabled
-// (the default). Tests turn them off to compare them with the Highway kernel of the same target.
+// The native int8 GEMM kernels (detail/gemm_native_int8.hpp): tdpbssd on CPUs with AMX-INT8 and
+// vpdpbusd on CPUs with AVX-512 VNNI (both from the AVX3 target or better), or AVX-VNNI (from the
+// AVX2 target or better), when enabled (the default). Tests turn them off to compare them with
+// the Highway kernel of the same target, and AMX off to compare it with AVX-512 VNNI.
 
 /// The int8 GEMM micro-kernels.
 enum class int8_gemm_kernel {
@@ -71,11 +72,14 @@ enum class int8_gemm_kernel {
                 // (pmaddwd on x86; 4 x 2 vectors, 8 x 2 on AVX3), or widened to int32 on SCALAR
   avx_vnni,     // 256-bit vpdpbusd (AVX-VNNI), 6 x 16 tile
   avx512_vnni,  // 512-bit vpdpbusd (AVX-512 VNNI), 12 x 32 tile
+  amx_int8,     // AMX tdpbssd, 32 x 32 tile (four 16 x 16 tile registers)
 };
 
-/// "highway", "avx_vnni", "avx512_vnni".
+/// "highway", "avx_vnni", "avx512_vnni", "amx_int8".
 MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel);
-/// This CPU (and compiler) can run the AVX-512 VNNI kernel; the AVX-VNNI kernel; either.
+/// This CPU (and compiler, and OS) can run the AMX-INT8 kernel; the AVX-512 VNNI kernel; the
+/// AVX-VNNI kernel; any of them.
+MIXPREC_KERNEL_API bool amx_int8_supported();
 MIXPREC_KERNEL_API bool avx512_vnni_supported();
 MIXPREC_KERNEL_API bool avx_vnni_supported();
 MIXPREC_KERNEL_API bool native_int8_supported();
@@ -83,6 +87,10 @@ MIXPREC_KERNEL_API bool native_int8_supported();
 /// target runs its Highway kernel.
 MIXPREC_KERNEL_API void set_native_int8_enabled(bool enabled);
 MIXPREC_KERNEL_API bool native_int8_enabled();
+/// Allows (the default) or forbids the AMX kernel, process-wide: forbidden, a CPU with AMX runs
+/// its AVX-512 VNNI kernel (while the native kernels are allowed).
+MIXPREC_KERNEL_API void set_amx_int8_enabled(bool enabled);
+MIXPREC_KERNEL_API bool amx_int8_enabled();
 /// The kernel an int8 GEMM called now runs (it depends on the active target).
 MIXPREC_KERNEL_ENTRY int8_gemm_kernel gemm_int8_kernel();
 

@@ -39,8 +39,12 @@ constexpr float float8_max_finite() {
 //  - mc = 192 rows (whole panels of 12, 8, 6 or 4 rows): the packed op(A) block, 96 KiB of
 //    bytes (192 KiB as int16 pairs), stays in L2;
 //  - nc = 1024 columns: the packed op(B) block, 512 KiB (1 MiB as pairs), stays in L2/L3.
+// AMX takes kc = 1024: its tiles are done so fast that reloading and storing the int32 C tile
+// once per depth block cost a quarter of the kernel's time at kc = 512 (Sapphire Rapids,
+// 256 x 1024 x 1024); its micro-panels, 32 KiB each, then come from L2 (2 MiB per core there).
 // Sums are exact, so neither the blocking nor the thread split can change a result.
 inline constexpr std::size_t gemm_int8_depth_block = 512;
+inline constexpr std::size_t gemm_int8_amx_depth_block = 1024;
 inline constexpr std::size_t gemm_int8_row_block = 192;
 inline constexpr std::size_t gemm_int8_column_block = 1024;
 
