@@ -5,7 +5,9 @@
 // -march across translation units of one program breaks Eigen's ODR).
 // FLOPS counts 2 m n k per call, per second of wall time; threads: 1 and 2 (Eigen's through
 // OpenMP). mixprec_gemm_mlp: the bf16 GEMMs of an MLP training step (mlp_shapes), against
-// torch_gemm.py. The arithmetic peak these are a fraction of is bench_peak's.
+// torch_gemm.py. The arithmetic peak these are a fraction of is bench_peak's. bfloat16 runs the
+// best native kernel the CPU has (AMX-BF16, else vdpbf16ps); bf16_to_f32_vdpbf16ps forces the
+// latter on CPUs with AMX.
 #include <benchmark/benchmark.h>
 
 #include "bench_common.hpp"
@@ -71,6 +73,18 @@ void BM_mixprec_gemm(benchmark::State& state) {
   run_mixprec_gemm<TA, TC>(state, gemm_size(state), false, false, state.range(3));
 }
 
+/// bfloat16 on the vdpbf16ps kernel where the CPU would run AMX-BF16 (skipped elsewhere: there
+/// mixprec_gemm/bf16_to_f32 is that kernel, or the Highway one).
+void BM_mixprec_gemm_bf16_vdpbf16ps(benchmark::State& state) {
+  if (!mixprec::kernels::detail::amx_bf16_supported()) {
+    state.SkipWithError("this CPU has no AMX-BF16: mixprec_gemm/bf16_to_f32 runs vdpbf16ps (or Highway) already");
+    return;
+  }
+  mixprec::kernels::detail::set_amx_bf16_enabled(false);
+  run_mixprec_gemm<bfloat16, float>(state, gemm_size(state), false, false, state.range(3));
+  mixprec::kernels::detail::set_amx_bf16_enabled(true);
+}
+
 /// Arguments m, n, k, trans_a, trans_b, threads (mlp_shapes).
 template <class TA, class TC>
 void BM_mixprec_gemm_transposed(benchmark::State& state) {
@@ -125,6 +139,7 @@ void small_sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_mixprec_gemm<float, float>)->Name("mixprec_gemm/f32")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm<bfloat16, float>)->Name("mixprec_gemm/bf16_to_f32")->Apply(gemm_sizes);
+BENCHMARK(BM_mixprec_gemm_bf16_vdpbf16ps)->Name("mixprec_gemm/bf16_to_f32_vdpbf16ps")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm<float16, float>)->Name("mixprec_gemm/f16_to_f32")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm_transposed<bfloat16, float>)->Name("mixprec_gemm_mlp/bf16_to_f32")->Apply(mlp_shapes);
 BENCHMARK(BM_eigen_gemm<float>)->Name("eigen_gemm/f32_same_flags")->Apply(gemm_sizes);

@@ -47,12 +47,14 @@ TEST_CASE("kernel coverage on this machine") {
   CHECK(kernels::detail::convert_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
 
   const char* native_bf16 = avx512_bf16_cpu() ? "yes" : "no, the CPU has no AVX-512 BF16";
-  std::printf("mixprec coverage: targets run %s (compiled: %s); native bf16 GEMM (vdpbf16ps): %s; "
+  const char* native_bf16_gemm = kernels::detail::gemm_uses_amx_bf16()      ? "yes, AMX-BF16"
+                                 : kernels::detail::gemm_uses_native_bf16() ? "yes, vdpbf16ps"
+                                                                            : native_bf16;
+  std::printf("mixprec coverage: targets run %s (compiled: %s); native bf16 GEMM: %s; "
               "native f32 -> bf16 (vcvtne2ps2bf16): %s; f16 conversions by F16C (AVX2 and better): %s; "
               "int8 GEMM kernel: %s (AMX-INT8 %s, AVX-512 VNNI %s, AVX-VNNI %s)\n",
               joined(supported).c_str(), joined(compiled).c_str(),
-              kernels::detail::gemm_uses_native_bf16() ? "yes" : native_bf16,
-              kernels::detail::convert_uses_native_bf16() ? "yes" : native_bf16,
+              native_bf16_gemm, kernels::detail::convert_uses_native_bf16() ? "yes" : native_bf16,
               std::find(supported.begin(), supported.end(), "AVX2") != supported.end() ? "yes" : "no",
               kernels::detail::int8_gemm_kernel_name(kernels::detail::gemm_int8_kernel()),
               kernels::detail::amx_int8_supported() ? "yes" : "no",

@@ -745,7 +745,7 @@ TEST_CASE("set_num_threads / num_threads") {
 }
 
 #ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
-TEST_CASE("native bfloat16 pair packing (AVX-512): layout, odd depth, ragged panels and padding, both layouts") {
+TEST_CASE("native bfloat16 pair packing (AVX-512): layouts (vdpbf16ps, AMX), odd depth, ragged panels and padding, both source layouts") {
   if (!kernels::detail::native_bf16_supported()) {
     MESSAGE("skipped: this CPU has no AVX-512 BF16, so the native pair packing cannot run");
     return;
@@ -793,23 +793,71 @@ TEST_CASE("native bfloat16 pair packing (AVX-512): layout, odd depth, ragged pan
           REQUIRE(from_lanes[panels * pairs * width + l] == sentinel);
           REQUIRE(from_depth[panels * pairs * width + l] == sentinel);
         }
+        if (width != nb::tile_columns) continue;
+        // AMX's layouts: rows of pairs (op(A)) and panels of 32 lanes (op(B)), each lane's pairs
+        // zero-padded to whole steps of 16.
+        const std::size_t padded = (pairs + 15) / 16 * 16;
+        const auto padded_element = [&](std::size_t lane, std::size_t q) -> std::uint32_t {
+          return q < pairs ? element(lane, 2 * q) | element(lane, 2 * q + 1) << 16 : 0;
+        };
+        std::vector<std::uint32_t> rows_from_lanes(lanes * padded + 1, sentinel), rows_from_depth = rows_from_lanes;
+        nb::pack_pair_rows(lane_major.data(), ld, 1, lanes, depth, padded, rows_from_lanes.data());
+        nb::pack_pair_rows(depth_major.data(), 1, ld, lanes, depth, padded, rows_from_depth.data());
+        for (std::size_t lane = 0; lane < lanes; ++lane) {
+          for (std::size_t q = 0; q < padded; ++q) {
+            INFO("pair rows: lane ", lane, " pair ", q);
+            REQUIRE(rows_from_lanes[lane * padded + q] == padded_element(lane, q));
+            REQUIRE(rows_from_depth[lane * padded + q] == padded_element(lane, q));
+          }
+        }
+        REQUIRE(rows_from_lanes[lanes * padded] == sentinel);
+        REQUIRE(rows_from_depth[lanes * padded] == sentinel);
+        std::vector<std::uint32_t> panels_from_lanes((panels * padded + 1) * width, sentinel),
+            panels_from_depth = panels_from_lanes;
+        nb::pack_padded_pair_panels(lane_major.data(), ld, 1, lanes, depth, padded, panels_from_lanes.data());
+        nb::pack_padded_pair_panels(depth_major.data(), 1, ld, lanes, depth, padded, panels_from_depth.data());
+        for (std::size_t panel = 0; panel < panels; ++panel) {
+          for (std::size_t q = 0; q < padded; ++q) {
+            for (std::size_t l = 0; l < width; ++l) {
+              const std::size_t lane = panel * width + l;
+              const std::uint32_t expected = lane < lanes ? padded_element(lane, q) : 0;
+              INFO("padded panels: panel ", panel, " pair ", q, " lane ", l);
+              REQUIRE(panels_from_lanes[(panel * padded + q) * width + l] == expected);
+              REQUIRE(panels_from_depth[(panel * padded + q) * width + l] == expected);
+            }
+          }
+        }
+        REQUIRE(panels_from_lanes[panels * padded * width] == sentinel);
+        REQUIRE(panels_from_depth[panels * padded * width] == sentinel);
       }
     }
   }
 }
 #endif
 
-TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and within the bound") {
+TEST_CASE("native bfloat16 kernels (AVX-512 BF16, AMX-BF16): only on AVX3 or better, and within the bound") {
   struct native_switch_scope {
-    ~native_switch_scope() { kernels::detail::set_native_bf16_enabled(true); }
+    ~native_switch_scope() {
+      kernels::detail::set_native_bf16_enabled(true);
+      kernels::detail::set_amx_bf16_enabled(true);
+    }
   } restore_switch;
   for_each_target([&](const std::string& target) {
     const bool avx3_or_better = target == "AVX3" || target == "AVX3_DL";
-    CHECK(kernels::detail::gemm_uses_native_bf16() == (avx3_or_better && kernels::detail::native_bf16_supported()));
+    const bool native = avx3_or_better && kernels::detail::native_bf16_supported();
+    CHECK(kernels::detail::gemm_uses_native_bf16() == native);
+    CHECK(kernels::detail::gemm_uses_amx_bf16() == (native && kernels::detail::amx_bf16_supported()));
+    kernels::detail::set_amx_bf16_enabled(false);
+    CHECK(kernels::detail::gemm_uses_native_bf16() == native);
+    CHECK_FALSE(kernels::detail::gemm_uses_amx_bf16());
+    kernels::detail::set_amx_bf16_enabled(true);
     kernels::detail::set_native_bf16_enabled(false);
     CHECK_FALSE(kernels::detail::gemm_uses_native_bf16());
+    CHECK_FALSE(kernels::detail::gemm_uses_amx_bf16());
     kernels::detail::set_native_bf16_enabled(true);
   });
+  // AMX-BF16 needs AVX-512 BF16 too (the rest of the native path runs on it).
+  CHECK((!kernels::detail::amx_bf16_supported() || kernels::detail::native_bf16_supported()));
   const auto targets = kernels::supported_targets();
   const bool has_avx3 = std::find(targets.begin(), targets.end(), "AVX3") != targets.end();
   if (!kernels::detail::native_bf16_supported() || !has_avx3) {
@@ -818,16 +866,24 @@ TEST_CASE("native bfloat16 kernel (AVX-512 BF16): only on AVX3 or better, and wi
   }
   kernels::target_scope avx3("AVX3");
   // Depth blocks of this machine's kc (from its L2 size), and edges of every block size the
-  // kernel runs (4, 8, 12 rows; 16, 32 columns).
+  // vdpbf16ps kernel runs (4, 8, 12 rows; 16, 32 columns) and of AMX's 32 x 32 tile and 32-deep steps.
   const std::size_t kc = kernels::detail::native_bf16_gemm_blocks().kc;
   const std::vector<shape> shapes{{1, 1, 1},      {7, 13, 17},   {1000, 1, 1000}, {1, 1000, 3},   {12, 32, 255},
                                   {13, 33, 257},  {25, 65, 513}, {145, 47, 300},  {37, 1025, 19}, {577, 9, 20},
-                                  {20, 40, kc + 1}, {4, 16, 2 * kc + 3}, {256, 10, 64}};
-  for (bool native : {true, false}) {
-    const char* const kernel = native ? "native vdpbf16ps kernel" : "Highway AVX3 kernel";
-    INFO(kernel);
+                                  {20, 40, kc + 1}, {4, 16, 2 * kc + 3}, {256, 10, 64},  {31, 33, 31},
+                                  {32, 32, 32},   {33, 31, 33},  {65, 70, 97}};
+  enum class bf16_kernel { amx, vdpbf16ps, highway };
+  for (const bf16_kernel kernel : {bf16_kernel::amx, bf16_kernel::vdpbf16ps, bf16_kernel::highway}) {
+    if (kernel == bf16_kernel::amx && !kernels::detail::amx_bf16_supported()) {
+      MESSAGE("AMX-BF16 kernel skipped: this CPU (or OS) has no AMX-BF16");
+      continue;
+    }
+    const bool native = kernel != bf16_kernel::highway;
+    INFO((kernel == bf16_kernel::amx ? "AMX-BF16 kernel" : native ? "native vdpbf16ps kernel" : "Highway AVX3 kernel"));
     kernels::detail::set_native_bf16_enabled(native);
+    kernels::detail::set_amx_bf16_enabled(kernel == bf16_kernel::amx);
     REQUIRE(kernels::detail::gemm_uses_native_bf16() == native);
+    REQUIRE(kernels::detail::gemm_uses_amx_bf16() == (kernel == bf16_kernel::amx));
     check_random<bfloat16, bfloat16, float>(shapes, 0, 400, false);
     check_random<bfloat16, bfloat16, bfloat16>(shapes, 3, 401, false);
     check_exact<bfloat16, bfloat16, float>({{13, 33, 7}, {145, 40, 257}, {20, 1025, 30}, {30, 50, kc + 1}}, 402,

@@ -101,6 +101,26 @@ MIXPREC_KERNEL_API void set_native_bf16_enabled(bool enabled) { native_bf16_swit
 MIXPREC_KERNEL_API bool native_bf16_enabled() { return native_bf16_switch().load(); }
 MIXPREC_KERNEL_ENTRY_DEFINITION bool gemm_uses_native_bf16() { return MIXPREC_KERNELS_DISPATCH(GemmUsesNativeBF16)(); }
 
+inline std::atomic<bool>& amx_bf16_switch() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
+
+MIXPREC_KERNEL_API bool amx_bf16_supported() {
+#ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
+  static const bool supported = native_bf16::cpu_supports_amx();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+MIXPREC_KERNEL_API void set_amx_bf16_enabled(bool enabled) { amx_bf16_switch().store(enabled); }
+MIXPREC_KERNEL_API bool amx_bf16_enabled() { return amx_bf16_switch().load(); }
+MIXPREC_KERNEL_API bool gemm_uses_amx_bf16() {
+  return gemm_uses_native_bf16() && amx_bf16_enabled() && amx_bf16_supported();
+}
+
 }  // namespace detail
 
 MIXPREC_KERNEL_API void set_num_threads(std::size_t threads) {

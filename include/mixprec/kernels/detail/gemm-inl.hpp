@@ -284,6 +284,43 @@ struct native_bf16_kernel {
     kd::native_bf16::multiply_tile(pairs, a, b, dst, ldd, update, rows, columns);
   }
 };
+
+/// The AMX-BF16 micro-kernel (32 x 32, gemm_native_bf16.hpp) on Sapphire Rapids and later: op(A)
+/// packed as rows of pairs, op(B) as panels of 32 columns of pairs, both zero-padded to whole
+/// steps of 16 pairs; the vdpbf16ps kernel's blocks (its results, too, depend on the depth blocks).
+struct amx_bf16_kernel {
+  using packed_type = std::uint32_t;
+  static constexpr std::size_t tile_rows = kd::amx::tile_rows;
+  static constexpr std::size_t max_tile_columns = kd::amx::tile_columns;
+  static std::size_t tile_columns() { return kd::amx::tile_columns; }
+  static std::size_t packed_depth(std::size_t depth) {
+    return kd::round_up(kd::native_bf16::pairs_of(depth), kd::amx::step_units);
+  }
+  static kd::gemm_blocks blocks() { return kd::native_bf16_gemm_blocks(); }
+  static bool packs_b_before_use(std::size_t packed_b_bytes) {
+    return native_bf16_kernel::packs_b_before_use(packed_b_bytes);
+  }
+  /// The tile configuration is per thread: loaded before a rectangle's first tile, released after.
+  static void begin() { kd::amx::begin(); }
+  static void end() { kd::amx::end(); }
+
+  static void pack_a(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, std::uint32_t* dst, kd::gemm_workspace&) {
+    const std::size_t pairs = packed_depth(depth);
+    kd::native_bf16::pack_pair_rows(src, lane_stride, depth_stride, lanes, depth, pairs, dst);
+    // A ragged tile's missing rows are read (and dropped): zeros.
+    std::fill(dst + lanes * pairs, dst + kd::round_up(lanes, tile_rows) * pairs, 0u);
+  }
+  static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, std::size_t /*width: 32*/, std::uint32_t* dst, kd::gemm_workspace&) {
+    kd::native_bf16::pack_padded_pair_panels(src, lane_stride, depth_stride, lanes, depth, packed_depth(depth), dst);
+  }
+
+  static void multiply_tile(std::size_t pairs, const std::uint32_t* a, const std::uint32_t* b, float* dst,
+                            std::size_t ldd, kd::gemm_tile_update update, std::size_t rows, std::size_t /*columns*/) {
+    kd::native_bf16::amx_multiply_tile(pairs, a, b, dst, ldd, update, rows);
+  }
+};
 #endif
 
 /// Multiplies a packed block of A (rows x depth) by a packed block of B (depth x columns) into
@@ -398,6 +435,7 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
   packed_type* packed_b = workspace.packed_b.get<packed_type>(packed_depth * kd::round_up(nc, tile_columns));
   float* sums = accumulate_in_c ? nullptr : workspace.accumulators.get<float>(chunk * nc);
 
+  if constexpr (requires { Kernel::begin(); }) Kernel::begin();
   for (std::size_t jc = columns.begin; jc < columns.end; jc += nc) {
     const std::size_t block_columns = std::min(nc, columns.end - jc);
     for (std::size_t chunk_begin = rows.begin; chunk_begin < rows.end; chunk_begin += chunk) {
@@ -448,6 +486,7 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
       }
     }
   }
+  if constexpr (requires { Kernel::end(); }) Kernel::end();
 }
 
 /// The depth split (kd::gemm_depth_split): one task per depth block computes that block's sums
@@ -551,12 +590,15 @@ inline bool native_bf16_usable() {
 #endif
 }
 
+inline bool amx_bf16_usable() { return native_bf16_usable() && kd::amx_bf16_enabled() && kd::amx_bf16_supported(); }
+
 template <class TA, class TB, class TC>
 void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
   if (problem.m == 0 || problem.n == 0) return;
   if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
 #if MIXPREC_KERNELS_GEMM_NATIVE_BF16
   if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>) {
+    if (amx_bf16_usable()) return run_on_pool<amx_bf16_kernel>(problem);
     if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
   }
 #endif

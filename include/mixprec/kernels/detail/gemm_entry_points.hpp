@@ -67,16 +67,28 @@ MIXPREC_KERNEL_API std::shared_ptr<thread_pool> gemm_thread_pool();
 
 // The native bfloat16 path: hand-written AVX-512 BF16 kernels, used when the CPU has AVX-512
 // BF16, the active target is AVX3 or better, and they are enabled (the default): the vdpbf16ps
-// micro-kernel for bfloat16 x bfloat16 GEMMs and vcvtne2ps2bf16 for float -> bfloat16
-// conversions. One switch turns both off; tests do, to compare them with the Highway AVX3 paths.
+// (or AMX-BF16) micro-kernel for bfloat16 x bfloat16 GEMMs and vcvtne2ps2bf16 for float ->
+// bfloat16 conversions. One switch turns them off; tests do, to compare them with the Highway
+// AVX3 paths.
 
 /// This CPU (and compiler) can run the native bfloat16 kernel.
 MIXPREC_KERNEL_API bool native_bf16_supported();
 /// Allows (the default) or forbids the native bfloat16 kernel, process-wide.
 MIXPREC_KERNEL_API void set_native_bf16_enabled(bool enabled);
 MIXPREC_KERNEL_API bool native_bf16_enabled();
-/// Whether a bfloat16 x bfloat16 GEMM called now runs the native kernel.
+/// Whether a bfloat16 x bfloat16 GEMM called now runs a native kernel (vdpbf16ps or AMX).
 MIXPREC_KERNEL_ENTRY bool gemm_uses_native_bf16();
+
+// Of the native bfloat16 GEMM kernels, AMX-BF16's (Sapphire Rapids and later Xeons) runs where the
+// CPU and OS allow it, else vdpbf16ps's. Tests turn AMX off to compare the two.
+
+/// This CPU (and compiler, and OS) can run the AMX-BF16 kernel.
+MIXPREC_KERNEL_API bool amx_bf16_supported();
+/// Allows (the default) or forbids the AMX-BF16 kernel, process-wide.
+MIXPREC_KERNEL_API void set_amx_bf16_enabled(bool enabled);
+MIXPREC_KERNEL_API bool amx_bf16_enabled();
+/// Whether a bfloat16 x bfloat16 GEMM called now runs the AMX-BF16 kernel.
+MIXPREC_KERNEL_API bool gemm_uses_amx_bf16();
 
 }  // namespace detail
 }  // namespace mixprec::kernels

@@ -379,23 +379,21 @@ struct amx_kernel {
   static constexpr unit_format a_format = unit_format::quads;
   static constexpr unit_format b_format = unit_format::quads;
   static constexpr bool has_init = false;
-  static constexpr std::size_t tile_rows = kd::native_int8::amx::tile_rows;
+  static constexpr std::size_t tile_rows = kd::amx::tile_rows;
   static constexpr std::size_t a_panel_rows = 1;
   static constexpr std::size_t depth_block = kd::gemm_int8_amx_depth_block;
-  static constexpr std::size_t max_tile_columns = kd::native_int8::amx::tile_columns;
-  static std::size_t tile_columns() { return kd::native_int8::amx::tile_columns; }
-  static std::size_t packed_units(std::size_t depth) {
-    return kd::round_up(kd::ceil_div(depth, 4), kd::native_int8::amx::step_units);
-  }
+  static constexpr std::size_t max_tile_columns = kd::amx::tile_columns;
+  static std::size_t tile_columns() { return kd::amx::tile_columns; }
+  static std::size_t packed_units(std::size_t depth) { return kd::round_up(kd::ceil_div(depth, 4), kd::amx::step_units); }
   /// The tile configuration is per thread: loaded before a rectangle's first tile, released after.
-  static void begin() { kd::native_int8::amx::begin(); }
-  static void end() { kd::native_int8::amx::end(); }
+  static void begin() { kd::amx::begin(); }
+  static void end() { kd::amx::end(); }
 
   static void prepare(std::size_t, const std::uint32_t*, std::size_t, std::int32_t*) {}
 
   static void multiply_tile(std::size_t units, const std::uint32_t* a, const std::uint32_t* b, const std::int32_t*,
                             std::int32_t* dst, std::size_t ldd, bool accumulate) {
-    kd::native_int8::amx::multiply_tile(units / kd::native_int8::amx::step_units, a, units, b, dst, ldd, accumulate);
+    kd::native_int8::amx_multiply_tile(units / kd::amx::step_units, a, units, b, dst, ldd, accumulate);
   }
 };
 

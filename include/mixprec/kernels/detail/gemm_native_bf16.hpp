@@ -16,9 +16,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <mixprec/core/detail/x86_intrinsics.hpp>
 #include <mixprec/core/float16.hpp>
+#include <mixprec/kernels/detail/amx.hpp>
 #include <mixprec/kernels/detail/gemm_blocking.hpp>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -26,6 +28,8 @@
 #include <immintrin.h>
 
 #define MIXPREC_KERNELS_NATIVE_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define MIXPREC_KERNELS_AMX_BF16_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
 namespace mixprec::kernels::detail::native_bf16 {
 
@@ -210,6 +214,116 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_tile(std::size_t pairs, 
   } else {
     two_vectors ? multiply_block<4, 2>(pairs, a, b, dst, ldd, update)
                 : multiply_block<4, 1>(pairs, a, b, dst, ldd, update);
+  }
+}
+
+// AMX-BF16 (Sapphire Rapids and later Xeons; there vdpbf16ps issues at half the rate of a float
+// FMA, while tdpbf16ps does 16 x 16 x 32 products per instruction). tdpbf16ps multiplies a
+// 16-row tile of op(A) (16 pairs per row) by a tile of 16 pairs of op(B) (16 columns) and adds
+// the products to 16 x 16 floats: exactly, then rounded, as far as the results show, but in an
+// order Intel does not document (no fixed float32 order reproduces it: tested on one Sapphire
+// Rapids, where its error stayed below that of a float32 loop); denormals are flushed, as by
+// vdpbf16ps. A 32 x 32 tile of C is four tiles fed by two of op(A) and two of op(B), as in the
+// int8 kernel (amx.hpp); op(A) is packed row by row, op(B) as pack_pairs does, both with their
+// pairs zero-padded to whole steps of 16.
+
+/// The CPU has AMX-BF16 (and AVX-512 BF16, for the rest of the native path) and the OS lets this
+/// process use AMX (amx.hpp).
+inline bool cpu_supports_amx() { return cpu_supports() && amx::cpu_supports(amx::bf16_feature); }
+
+/// Packs `lanes` lanes of `depth` bfloat16 as rows of pairs: lane l's pair q (elements 2q and
+/// 2q + 1) at dst[l * padded_pairs + q], zeros from pairs_of(depth) to padded_pairs (a multiple
+/// of 16). Element (lane, p) is at src[lane * lane_stride + p * depth_stride]; one stride is 1.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pair_rows(const bfloat16* src, std::size_t lane_stride,
+                                                              std::size_t depth_stride, std::size_t lanes,
+                                                              std::size_t depth, std::size_t padded_pairs,
+                                                              std::uint32_t* dst) {
+  if (depth_stride == 1) {  // a lane's pairs are its elements as they are
+    for (std::size_t l = 0; l < lanes; ++l) {
+      auto* row = reinterpret_cast<unsigned char*>(dst + l * padded_pairs);
+      std::memcpy(row, src + l * lane_stride, depth * sizeof(bfloat16));
+      std::memset(row + depth * sizeof(bfloat16), 0, padded_pairs * sizeof(std::uint32_t) - depth * sizeof(bfloat16));
+    }
+    return;
+  }
+  // The lanes of one depth element are contiguous: two depth rows interleaved (16 lanes' pairs in
+  // a register, as pack_pairs_interleaving), 16 pairs of 16 lanes transposed into 16 rows.
+  alignas(64) static constexpr std::uint16_t interleave_low[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                   37, 6, 38, 7, 39, 8, 40, 9,  41, 10, 42,
+                                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i low_index = _mm512_load_si512(interleave_low);
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t first = 0; first < lanes; first += 16) {
+    const std::size_t group_lanes = std::min<std::size_t>(16, lanes - first);
+    for (std::size_t q0 = 0; q0 < padded_pairs; q0 += 16) {
+      __m512i block[16];
+      for (std::size_t q = 0; q < 16; ++q) {
+        const std::size_t pair = q0 + q;
+        if (pair >= pairs) {
+          block[q] = _mm512_setzero_si512();
+          continue;
+        }
+        const bfloat16* low_row = src + 2 * pair * depth_stride + first;
+        const __m512i low = load_halves(low_row, group_lanes);
+        const __m512i high = 2 * pair + 1 < depth ? load_halves(low_row + depth_stride, group_lanes)
+                                                  : _mm512_setzero_si512();
+        block[q] = _mm512_permutex2var_epi16(low, low_index, high);
+      }
+      transpose_16x16(block);
+      for (std::size_t l = 0; l < group_lanes; ++l) _mm512_storeu_si512(dst + (first + l) * padded_pairs + q0, block[l]);
+    }
+  }
+}
+
+/// pack_pairs into panels of 32 lanes whose pairs are zero-padded to padded_pairs (a multiple of
+/// 16): panel after panel, each padded_pairs rows of 32 lanes.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_padded_pair_panels(const bfloat16* src, std::size_t lane_stride,
+                                                                       std::size_t depth_stride, std::size_t lanes,
+                                                                       std::size_t depth, std::size_t padded_pairs,
+                                                                       std::uint32_t* dst) {
+  constexpr std::size_t width = amx::tile_columns;
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t first = 0; first < lanes; first += width, dst += padded_pairs * width) {
+    pack_pairs(src + first * lane_stride, lane_stride, depth_stride, std::min(width, lanes - first), depth, width, dst);
+    std::memset(dst + pairs * width, 0, (padded_pairs - pairs) * width * sizeof(std::uint32_t));
+  }
+}
+
+/// The first `rows` rows of a 32 x 32 tile: sums over `pairs` (a multiple of 16) pairs of op(A)
+/// rows (row r's at a + r * pairs) and an op(B) panel (pairs x 32), then `update` of dst (row
+/// stride ldd; all 32 columns: a ragged tile comes as a full-width copy).
+MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t pairs, const std::uint32_t* a,
+                                                              const std::uint32_t* b, float* dst, std::size_t ldd,
+                                                              const gemm_tile_update& update, std::size_t rows) {
+  using amx::step_units;
+  constexpr std::size_t columns = amx::tile_columns;
+  const std::size_t a_stride = pairs * sizeof(std::uint32_t);
+  const std::size_t b_stride = columns * sizeof(std::uint32_t);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const std::uint32_t* a_lower = a + 16 * pairs;
+  for (std::size_t s = 0; s < pairs / step_units; ++s) {
+    const std::uint32_t* b_step = b + s * step_units * columns;
+    _tile_loadd(4, a + s * step_units, a_stride);
+    _tile_loadd(6, b_step, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b_step + 16, b_stride);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a_lower + s * step_units, a_stride);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[amx::tile_rows * columns];
+  constexpr std::size_t sums_stride = columns * sizeof(float);
+  _tile_stored(0, sums, sums_stride);
+  _tile_stored(1, sums + 16, sums_stride);
+  _tile_stored(2, sums + 16 * columns, sums_stride);
+  _tile_stored(3, sums + 16 * columns + 16, sums_stride);
+  for (std::size_t r = 0; r < rows; ++r) {
+    update_vector(dst + r * ldd, _mm512_load_ps(sums + r * columns), update);
+    update_vector(dst + r * ldd + 16, _mm512_load_ps(sums + r * columns + 16), update);
   }
 }
 

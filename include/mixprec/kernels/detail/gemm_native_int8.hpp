@@ -22,15 +22,12 @@
 #include <cstdint>
 
 #include <mixprec/core/detail/x86_intrinsics.hpp>
+#include <mixprec/kernels/detail/amx.hpp>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define MIXPREC_KERNELS_HAVE_NATIVE_INT8 1
 #include <cpuid.h>
 #include <immintrin.h>
-#ifdef __linux__
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #define MIXPREC_KERNELS_AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define MIXPREC_KERNELS_AVX_VNNI_TARGET __attribute__((target("avx,avx2,avxvnni")))
@@ -56,66 +53,25 @@ inline bool cpu_supports_avx_vnni() {
          (eax & (1u << 4)) != 0;
 }
 
-/// The CPU has AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), the OS saves the tile
-/// state (XCR0 bits 17 and 18) and, on Linux (5.16 and later), grants this process the tile data
-/// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction
-/// faults). Asked once per process: the permission covers every thread. Other systems: no.
-inline bool cpu_supports_amx_int8() {
-#ifdef __linux__
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
-  unsigned xcr0_low = 0, xcr0_high = 0;
-  __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-  constexpr unsigned tile_state = (1u << 17) | (1u << 18);
-  if ((xcr0_low & tile_state) != tile_state) return false;
-  constexpr long request_permission = 0x1023;  // ARCH_REQ_XCOMP_PERM
-  constexpr long tile_data = 18;               // XFEATURE_XTILEDATA
-  return syscall(SYS_arch_prctl, request_permission, tile_data) == 0;
-#else
-  return false;
-#endif
-}
+/// The CPU has AMX-INT8 and the OS lets this process use it (amx.hpp).
+inline bool cpu_supports_amx_int8() { return amx::cpu_supports(amx::int8_feature); }
 
 /// AMX-INT8: tdpbssd multiplies a 16 x 64 tile of signed bytes (16 rows of op(A), 16 units of 4
 /// depth elements each) by a 16 x 64 tile of signed bytes (16 units of op(B), 4 depth elements of
 /// 16 columns each) into 16 x 16 int32 sums, wrapping like vpdpbusd; both operands signed, so no
 /// offset. A 32 x 32 tile of C is four tiles (tmm0-3) fed by two of op(A) (tmm4-5) and two of op(B)
-/// (tmm6-7), each loaded once per step of 16 units and used twice.
-namespace amx {
-
-inline constexpr std::size_t tile_rows = 32;
-inline constexpr std::size_t tile_columns = 32;
-inline constexpr std::size_t step_units = 16;  // units of depth per tdpbssd
-
-/// Palette 1, eight tiles of 16 rows of 64 bytes.
-struct alignas(64) tile_config {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
-/// Loads the tile configuration on this thread (it zeroes the tiles): before the first tile.
-MIXPREC_KERNELS_AMX_INT8_TARGET inline void begin() {
-  static const tile_config config;
-  _tile_loadconfig(&config);
-}
-
-/// Releases this thread's tile state (the OS then need not save it): after the last tile.
-MIXPREC_KERNELS_AMX_INT8_TARGET inline void end() { _tile_release(); }
-
+/// (tmm6-7), each loaded once per step of 16 units and used twice (amx.hpp's configuration).
+///
 /// One 32 x 32 tile: the products of `steps` steps of 16 units of op(A) rows (a: row r's units at
 /// a + r * a_units, the 16 of step s at s * 16; units beyond a row's meet op(B)'s zero units) and
 /// of an op(B) panel (b: steps * 16 units of 32 columns, zero-padded); stored to dst (row stride
 /// ldd), or added to it when `accumulate`.
-MIXPREC_KERNELS_AMX_INT8_TARGET inline void multiply_tile(std::size_t steps, const std::uint32_t* a,
-                                                          std::size_t a_units, const std::uint32_t* b,
-                                                          std::int32_t* dst, std::size_t ldd, bool accumulate) {
+MIXPREC_KERNELS_AMX_INT8_TARGET inline void amx_multiply_tile(std::size_t steps, const std::uint32_t* a,
+                                                              std::size_t a_units, const std::uint32_t* b,
+                                                              std::int32_t* dst, std::size_t ldd, bool accumulate) {
+  using amx::step_units;
   const std::size_t a_stride = a_units * sizeof(std::uint32_t);
-  const std::size_t b_stride = tile_columns * sizeof(std::uint32_t);
+  const std::size_t b_stride = amx::tile_columns * sizeof(std::uint32_t);
   const std::size_t c_stride = ldd * sizeof(std::int32_t);
   std::int32_t* dst_lower = dst + 16 * ldd;
   if (accumulate) {
@@ -131,7 +87,7 @@ MIXPREC_KERNELS_AMX_INT8_TARGET inline void multiply_tile(std::size_t steps, con
   }
   const std::uint32_t* a_lower = a + 16 * a_units;
   for (std::size_t s = 0; s < steps; ++s) {
-    const std::uint32_t* b_step = b + s * step_units * tile_columns;
+    const std::uint32_t* b_step = b + s * step_units * amx::tile_columns;
     _tile_loadd(4, a + s * step_units, a_stride);
     _tile_loadd(6, b_step, b_stride);
     _tile_dpbssd(0, 4, 6);
@@ -146,8 +102,6 @@ MIXPREC_KERNELS_AMX_INT8_TARGET inline void multiply_tile(std::size_t steps, con
   _tile_stored(2, dst_lower, c_stride);
   _tile_stored(3, dst_lower + 16, c_stride);
 }
-
-}  // namespace amx
 
 namespace avx512 {
 

@@ -1,0 +1,80 @@
+// What the AMX micro-kernels (int8: gemm_native_int8.hpp, bfloat16: gemm_native_bf16.hpp) share:
+// the check that the CPU has AMX and that the OS lets this process use it, and the one tile
+// configuration both load. Written with intrinsics in functions compiled for AMX alone, so the
+// header builds for any x86-64 -march; the callers run them only after the check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <mixprec/core/detail/x86_intrinsics.hpp>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define MIXPREC_KERNELS_HAVE_AMX 1
+#include <cpuid.h>
+#include <immintrin.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#define MIXPREC_KERNELS_AMX_TILE_TARGET __attribute__((target("amx-tile")))
+
+namespace mixprec::kernels::detail::amx {
+
+/// CPUID leaf 7 EDX bits of the AMX parts the kernels use.
+inline constexpr unsigned bf16_feature = 1u << 22;
+inline constexpr unsigned tile_feature = 1u << 24;
+inline constexpr unsigned int8_feature = 1u << 25;
+
+/// The CPU has AMX-TILE and `features` (CPUID leaf 7, EDX), the OS saves the tile state (XCR0 bits
+/// 17 and 18) and, on Linux (5.16 and later), grants this process the tile data (arch_prctl
+/// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults). The
+/// permission covers every thread of the process. Other systems: no.
+inline bool cpu_supports(unsigned features) {
+#ifdef __linux__
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((edx & (tile_feature | features)) != (tile_feature | features)) return false;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  constexpr unsigned tile_state = (1u << 17) | (1u << 18);
+  if ((xcr0_low & tile_state) != tile_state) return false;
+  constexpr long request_permission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long tile_data = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, request_permission, tile_data) == 0;
+#else
+  (void)features;
+  return false;
+#endif
+}
+
+/// Palette 1, eight tiles of 16 rows of 64 bytes: both kernels hold a 32 x 32 block of 32-bit
+/// sums in tiles 0-3 (0 1 above 2 3), two 16-row slices of op(A) in tiles 4-5 and two 16-column
+/// slices of op(B) in tiles 6-7, each op(A) row and op(B) depth row 16 units of 32 bits.
+struct alignas(64) tile_config {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+/// Units of 32 bits a tile row holds: the depth a kernel takes per step.
+inline constexpr std::size_t step_units = 16;
+inline constexpr std::size_t tile_rows = 32;
+inline constexpr std::size_t tile_columns = 32;
+
+/// Loads the tile configuration on this thread (which zeroes the tiles): before the first tile.
+MIXPREC_KERNELS_AMX_TILE_TARGET inline void begin() {
+  static const tile_config config;
+  _tile_loadconfig(&config);
+}
+
+/// Releases this thread's tile state (the OS then need not save it): after the last tile.
+MIXPREC_KERNELS_AMX_TILE_TARGET inline void end() { _tile_release(); }
+
+}  // namespace mixprec::kernels::detail::amx
+
+#endif  // x86 with GCC or Clang
