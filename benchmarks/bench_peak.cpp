@@ -3,7 +3,8 @@
 // instruction), the float32 fused multiply-add on zmm (AVX-512F, 32 flops) and ymm (AVX2 +
 // FMA, 16 flops), and for the int8 GEMM `vpdpbusd` on zmm (AVX-512 VNNI: 16 lanes x 4 byte
 // products, 128 operations) and AMX's `tdpbssd` (16 x 16 sums of 64 byte products, 32768
-// operations; "FLOPS" counts operations for these two). Each vector loop keeps 24 independent
+// operations; "FLOPS" counts operations for these) and `tdpbf16ps` (16 x 16 sums of 32 bfloat16
+// products, 16384 flops). Each vector loop keeps 24 independent
 // accumulators busy, more than latency x throughput on any current core, the AMX loop four
 // tiles (all the tile registers left beside one A and one B tile), so the instruction's
 // throughput is what is measured. Each case
@@ -16,7 +17,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -101,25 +104,35 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void dpbusd_zmm(
   set_flops(state, 128);
 }
 
-#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+#ifdef MIXPREC_KERNELS_HAVE_AMX
+// AMX: four tiles of sums (0-3) fed by one tile of each operand (4, 6), the int8 and bfloat16
+// kernels' configuration (kernels/detail/amx.hpp).
+#define MIXPREC_BENCH_AMX_LOOP(instruction, ops)                                         \
+  alignas(64) std::uint32_t ones[16 * 16];                                              \
+  std::fill(std::begin(ones), std::end(ones), 0x3f803f80u); /* bfloat16 1.0 pairs */    \
+  alignas(64) float sums[16 * 16];                                                      \
+  mixprec::kernels::detail::amx::begin();                                               \
+  _tile_loadd(4, ones, 64);                                                             \
+  _tile_loadd(6, ones, 64);                                                             \
+  for (auto _ : state) {                                                                \
+    for (std::int64_t s = 0; s < steps_per_iteration * accumulators / 4; ++s) {         \
+      instruction(0, 4, 6);                                                             \
+      instruction(1, 4, 6);                                                             \
+      instruction(2, 4, 6);                                                             \
+      instruction(3, 4, 6);                                                             \
+    }                                                                                   \
+  }                                                                                     \
+  _tile_stored(0, sums, 64);                                                            \
+  mixprec::kernels::detail::amx::end();                                                 \
+  benchmark::DoNotOptimize(sums);                                                       \
+  set_flops(state, ops)
+
 __attribute__((target("amx-tile,amx-int8"))) void tdpbssd(benchmark::State& state) {
-  alignas(64) static const std::int8_t ones[16 * 64] = {1};
-  alignas(64) std::int32_t sums[16 * 16];
-  mixprec::kernels::detail::native_int8::amx::begin();
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(6, ones, 64);
-  for (auto _ : state) {
-    for (std::int64_t s = 0; s < steps_per_iteration * accumulators / 4; ++s) {
-      _tile_dpbssd(0, 4, 6);
-      _tile_dpbssd(1, 4, 6);
-      _tile_dpbssd(2, 4, 6);
-      _tile_dpbssd(3, 4, 6);
-    }
-  }
-  _tile_stored(0, sums, 64);
-  mixprec::kernels::detail::native_int8::amx::end();
-  benchmark::DoNotOptimize(sums);
-  set_flops(state, 32768);
+  MIXPREC_BENCH_AMX_LOOP(_tile_dpbssd, 16 * 16 * 64 * 2);
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) void tdpbf16ps(benchmark::State& state) {
+  MIXPREC_BENCH_AMX_LOOP(_tile_dpbf16ps, 16 * 16 * 32 * 2);
 }
 #endif
 
@@ -132,7 +145,11 @@ bool cpu_has(const char* feature) {
 #ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
   if (__builtin_strcmp(feature, "avx512vnni") == 0)
     return mixprec::kernels::detail::native_int8::cpu_supports_avx512_vnni();
-  if (__builtin_strcmp(feature, "amx-int8") == 0) return mixprec::kernels::detail::native_int8::cpu_supports_amx_int8();
+#endif
+#ifdef MIXPREC_KERNELS_HAVE_AMX
+  namespace amx = mixprec::kernels::detail::amx;
+  if (__builtin_strcmp(feature, "amx-int8") == 0) return amx::cpu_supports(amx::int8_feature);
+  if (__builtin_strcmp(feature, "amx-bf16") == 0) return amx::cpu_supports(amx::bf16_feature);
 #endif
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
@@ -154,8 +171,9 @@ BENCHMARK_CAPTURE(when_supported, vdpbf16ps_zmm, &dpbf16ps_zmm, "avx512bf16")->N
 BENCHMARK_CAPTURE(when_supported, vfmadd_ps_zmm, &fma_zmm, "avx512f")->Name("peak/vfmadd_ps_zmm");
 BENCHMARK_CAPTURE(when_supported, vfmadd_ps_ymm, &fma_ymm, "avx2")->Name("peak/vfmadd_ps_ymm");
 BENCHMARK_CAPTURE(when_supported, vpdpbusd_zmm, &dpbusd_zmm, "avx512vnni")->Name("peak/vpdpbusd_zmm");
-#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 BENCHMARK_CAPTURE(when_supported, tdpbssd, &tdpbssd, "amx-int8")->Name("peak/tdpbssd");
+BENCHMARK_CAPTURE(when_supported, tdpbf16ps, &tdpbf16ps, "amx-bf16")->Name("peak/tdpbf16ps");
 #endif
 
 #endif  // x86 with GCC or Clang
