@@ -745,7 +745,7 @@ TEST_CASE("set_num_threads / num_threads") {
 }
 
 #ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
-TEST_CASE("native bfloat16 pair packing (AVX-512): layouts (vdpbf16ps, AMX), odd depth, ragged panels and padding, both source layouts") {
+TEST_CASE("native bfloat16 pair packing (AVX-512): vdpbf16ps and AMX layouts, odd depth, ragged panels, padding") {
   if (!kernels::detail::native_bf16_supported()) {
     MESSAGE("skipped: this CPU has no AVX-512 BF16, so the native pair packing cannot run");
     return;

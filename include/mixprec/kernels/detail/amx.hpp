@@ -66,6 +66,32 @@ inline constexpr std::size_t step_units = 16;
 inline constexpr std::size_t tile_rows = 32;
 inline constexpr std::size_t tile_columns = 32;
 
+/// The steps both kernels run on that configuration, adding to tiles 0-3 the products of `steps`
+/// steps of 16 units: op(A)'s rows at a + r * a_units (32-bit units; a row's 16 units of step s
+/// at s * 16), op(B)'s panel at b (16 units of 32 columns per step). `dot` is _tile_dpbssd or
+/// _tile_dpbf16ps: a macro, because tile registers are named by immediates. Each operand tile is
+/// loaded right before its first use, so that a load overlaps the products before it (tile
+/// registers are not renamed; on Sapphire Rapids the int8 kernel ran about 30% faster so than
+/// with its four loads ahead of its four products).
+#define MIXPREC_KERNELS_AMX_STEPS(dot, steps, a, a_units, b)                                        \
+  do {                                                                                              \
+    const std::size_t amx_a_stride = (a_units) * sizeof(std::uint32_t);                            \
+    const std::size_t amx_b_stride = ::mixprec::kernels::detail::amx::tile_columns * sizeof(std::uint32_t); \
+    const std::uint32_t* amx_a_lower = (a) + 16 * (a_units);                                        \
+    for (std::size_t amx_step = 0; amx_step < (steps); ++amx_step) {                                \
+      const std::size_t amx_unit = amx_step * ::mixprec::kernels::detail::amx::step_units;          \
+      const std::uint32_t* amx_b_step = (b) + amx_unit * ::mixprec::kernels::detail::amx::tile_columns; \
+      _tile_loadd(4, (a) + amx_unit, amx_a_stride);                                                 \
+      _tile_loadd(6, amx_b_step, amx_b_stride);                                                     \
+      dot(0, 4, 6);                                                                                 \
+      _tile_loadd(7, amx_b_step + 16, amx_b_stride);                                                \
+      dot(1, 4, 7);                                                                                 \
+      _tile_loadd(5, amx_a_lower + amx_unit, amx_a_stride);                                         \
+      dot(2, 5, 6);                                                                                 \
+      dot(3, 5, 7);                                                                                 \
+    }                                                                                               \
+  } while (false)
+
 /// Loads the tile configuration on this thread (which zeroes the tiles): before the first tile.
 MIXPREC_KERNELS_AMX_TILE_TARGET inline void begin() {
   static const tile_config config;

@@ -384,7 +384,9 @@ struct amx_kernel {
   static constexpr std::size_t depth_block = kd::gemm_int8_amx_depth_block;
   static constexpr std::size_t max_tile_columns = kd::amx::tile_columns;
   static std::size_t tile_columns() { return kd::amx::tile_columns; }
-  static std::size_t packed_units(std::size_t depth) { return kd::round_up(kd::ceil_div(depth, 4), kd::amx::step_units); }
+  static std::size_t packed_units(std::size_t depth) {
+    return kd::round_up(kd::ceil_div(depth, 4), kd::amx::step_units);
+  }
   /// The tile configuration is per thread: loaded before a rectangle's first tile, released after.
   static void begin() { kd::amx::begin(); }
   static void end() { kd::amx::end(); }

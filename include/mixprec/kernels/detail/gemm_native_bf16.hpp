@@ -270,7 +270,8 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pair_rows(const bfloat16* sr
         block[q] = _mm512_permutex2var_epi16(low, low_index, high);
       }
       transpose_16x16(block);
-      for (std::size_t l = 0; l < group_lanes; ++l) _mm512_storeu_si512(dst + (first + l) * padded_pairs + q0, block[l]);
+      for (std::size_t l = 0; l < group_lanes; ++l)
+        _mm512_storeu_si512(dst + (first + l) * padded_pairs + q0, block[l]);
     }
   }
 }
@@ -295,26 +296,12 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_padded_pair_panels(const bfl
 MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t pairs, const std::uint32_t* a,
                                                               const std::uint32_t* b, float* dst, std::size_t ldd,
                                                               const gemm_tile_update& update, std::size_t rows) {
-  using amx::step_units;
   constexpr std::size_t columns = amx::tile_columns;
-  const std::size_t a_stride = pairs * sizeof(std::uint32_t);
-  const std::size_t b_stride = columns * sizeof(std::uint32_t);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  const std::uint32_t* a_lower = a + 16 * pairs;
-  for (std::size_t s = 0; s < pairs / step_units; ++s) {
-    const std::uint32_t* b_step = b + s * step_units * columns;
-    _tile_loadd(4, a + s * step_units, a_stride);
-    _tile_loadd(6, b_step, b_stride);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b_step + 16, b_stride);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_loadd(5, a_lower + s * step_units, a_stride);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
+  MIXPREC_KERNELS_AMX_STEPS(_tile_dpbf16ps, pairs / amx::step_units, a, pairs, b);
   alignas(64) float sums[amx::tile_rows * columns];
   constexpr std::size_t sums_stride = columns * sizeof(float);
   _tile_stored(0, sums, sums_stride);

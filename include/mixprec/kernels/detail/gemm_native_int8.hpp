@@ -69,9 +69,6 @@ inline bool cpu_supports_amx_int8() { return amx::cpu_supports(amx::int8_feature
 MIXPREC_KERNELS_AMX_INT8_TARGET inline void amx_multiply_tile(std::size_t steps, const std::uint32_t* a,
                                                               std::size_t a_units, const std::uint32_t* b,
                                                               std::int32_t* dst, std::size_t ldd, bool accumulate) {
-  using amx::step_units;
-  const std::size_t a_stride = a_units * sizeof(std::uint32_t);
-  const std::size_t b_stride = amx::tile_columns * sizeof(std::uint32_t);
   const std::size_t c_stride = ldd * sizeof(std::int32_t);
   std::int32_t* dst_lower = dst + 16 * ldd;
   if (accumulate) {
@@ -85,18 +82,7 @@ MIXPREC_KERNELS_AMX_INT8_TARGET inline void amx_multiply_tile(std::size_t steps,
     _tile_zero(2);
     _tile_zero(3);
   }
-  const std::uint32_t* a_lower = a + 16 * a_units;
-  for (std::size_t s = 0; s < steps; ++s) {
-    const std::uint32_t* b_step = b + s * step_units * amx::tile_columns;
-    _tile_loadd(4, a + s * step_units, a_stride);
-    _tile_loadd(6, b_step, b_stride);
-    _tile_dpbssd(0, 4, 6);
-    _tile_loadd(7, b_step + 16, b_stride);
-    _tile_dpbssd(1, 4, 7);
-    _tile_loadd(5, a_lower + s * step_units, a_stride);
-    _tile_dpbssd(2, 5, 6);
-    _tile_dpbssd(3, 5, 7);
-  }
+  MIXPREC_KERNELS_AMX_STEPS(_tile_dpbssd, steps, a, a_units, b);
   _tile_stored(0, dst, c_stride);
   _tile_stored(1, dst + 16, c_stride);
   _tile_stored(2, dst_lower, c_stride);
