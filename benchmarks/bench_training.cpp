@@ -5,7 +5,8 @@
 // config (one policy) alone and paired with the Sequential; what loss scaling costs a
 // mixed_float16 step (paired with the same step unscaled); the step's phases timed apart; and
 // each GEMM of a step alone (step_gemm/...), in float32, bfloat16 and float16.
-// benchmarks/torch_training.py runs the same steps in PyTorch.
+// benchmarks/torch_training.py runs the same steps in PyTorch. On CPUs with AMX-BF16,
+// train_step/*/mixed_bfloat16_vdpbf16ps runs the mixed_bfloat16 step on the vdpbf16ps GEMM.
 //
 // GFLOP/s counts GEMM FLOPs only (bench_networks.hpp's training_step_flops): the forward
 // GEMMs, then each layer's weight-gradient and input-gradient GEMMs (each as large as the
@@ -105,6 +106,19 @@ void BM_sequential_step(benchmark::State& state) {
   use_threads(state);
   Network<P> model;
   time_steps<N>(state, model, bench::network_input<typename N::input_type>(N::batch), labels(N::batch));
+}
+
+/// A mixed_bfloat16 step on the vdpbf16ps GEMM where the CPU would run AMX-BF16 (skipped
+/// elsewhere: there train_step/<network>/mixed_bfloat16 is that step).
+template <template <class> class Network>
+void BM_sequential_step_vdpbf16ps(benchmark::State& state) {
+  if (!kernels::detail::amx_bf16_supported()) {
+    state.SkipWithError("this CPU has no AMX-BF16: train_step/*/mixed_bfloat16 runs vdpbf16ps (or Highway) already");
+    return;
+  }
+  kernels::detail::set_amx_bf16_enabled(false);
+  BM_sequential_step<Network, policies::mixed_bfloat16>(state);
+  kernels::detail::set_amx_bf16_enabled(true);
 }
 
 /// The RuntimeModel built from the same Sequential's config.
@@ -283,6 +297,8 @@ BENCHMARK(BM_sequential_step<bench::mlp_logits, policies::mixed_float16>)->Name(
 BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::float32>)->Name("train_step/cnn/float32")->Apply(step_settings);
 BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::mixed_bfloat16>)->Name("train_step/cnn/mixed_bfloat16")->Apply(step_settings);
 BENCHMARK(BM_sequential_step<bench::cnn_logits, policies::mixed_float16>)->Name("train_step/cnn/mixed_float16")->Apply(step_settings);
+BENCHMARK(BM_sequential_step_vdpbf16ps<bench::mlp_logits>)->Name("train_step/mlp/mixed_bfloat16_vdpbf16ps")->Apply(step_settings);
+BENCHMARK(BM_sequential_step_vdpbf16ps<bench::cnn_logits>)->Name("train_step/cnn/mixed_bfloat16_vdpbf16ps")->Apply(step_settings);
 BENCHMARK(BM_runtime_step<bench::mlp_logits, policies::mixed_bfloat16>)->Name("train_step_runtime/mlp/mixed_bfloat16")->Apply(step_settings);
 BENCHMARK(BM_runtime_step<bench::cnn_logits, policies::mixed_bfloat16>)->Name("train_step_runtime/cnn/mixed_bfloat16")->Apply(step_settings);
 BENCHMARK(BM_runtime_over_sequential<bench::mlp_logits, policies::mixed_bfloat16>)->Name("runtime_over_sequential/mlp/mixed_bfloat16")->Apply(pair_settings);

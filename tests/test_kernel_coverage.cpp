@@ -3,6 +3,8 @@
 // their own. scripts/run prints the line this test writes, so a CI log says what was tested.
 #include <doctest/doctest.h>
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -21,6 +23,12 @@ std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& name : names) out += (out.empty() ? "" : " ") + name;
   return out;
+}
+
+/// CPUID leaf 7, EDX bit `bit` (AMX-BF16 22, AMX-TILE 24, AMX-INT8 25).
+bool cpuid_leaf7_edx(unsigned bit) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << bit)) != 0;
 }
 
 bool avx512_bf16_cpu() {
@@ -45,6 +53,13 @@ TEST_CASE("kernel coverage on this machine") {
   CHECK(kernels::detail::native_bf16_supported() == avx512_bf16_cpu());
   CHECK(kernels::detail::gemm_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
   CHECK(kernels::detail::convert_uses_native_bf16() == (avx3_active && avx512_bf16_cpu()));
+  // The AMX kernels run exactly where the CPU has AMX (and the OS allows it) and the AVX3 target is
+  // chosen; the CPU check is read here from CPUID itself.
+  CHECK((!kernels::detail::amx_bf16_supported() || (cpuid_leaf7_edx(22) && cpuid_leaf7_edx(24))));
+  CHECK((!kernels::detail::amx_int8_supported() || (cpuid_leaf7_edx(25) && cpuid_leaf7_edx(24))));
+  CHECK(kernels::detail::gemm_uses_amx_bf16() == (avx3_active && kernels::detail::amx_bf16_supported()));
+  CHECK((kernels::detail::gemm_int8_kernel() == kernels::detail::int8_gemm_kernel::amx_int8) ==
+        (avx3_active && kernels::detail::amx_int8_supported()));
 
   const char* native_bf16 = avx512_bf16_cpu() ? "yes" : "no, the CPU has no AVX-512 BF16";
   const char* native_bf16_gemm = kernels::detail::gemm_uses_amx_bf16()      ? "yes, AMX-BF16"

@@ -1,7 +1,8 @@
 // What the AMX micro-kernels (int8: gemm_native_int8.hpp, bfloat16: gemm_native_bf16.hpp) share:
-// the check that the CPU has AMX and that the OS lets this process use it, and the one tile
-// configuration both load. Written with intrinsics in functions compiled for AMX alone, so the
-// header builds for any x86-64 -march; the callers run them only after the check.
+// the tile shapes, the check that the CPU has AMX and that the OS lets this process use it, the
+// one tile configuration both load and their step loop. Written with intrinsics in functions
+// compiled for AMX alone, so the header builds for any x86-64 -march; the callers run them only
+// after the check. AMX exists in 64-bit mode only (so do the compilers' intrinsics).
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,17 @@
 
 #include <mixprec/core/detail/x86_intrinsics.hpp>
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+namespace mixprec::kernels::detail::amx {
+
+/// Units of 32 bits a tile row holds: the depth a kernel takes per step.
+inline constexpr std::size_t step_units = 16;
+/// The block of C the kernels hold in four tiles.
+inline constexpr std::size_t tile_rows = 32;
+inline constexpr std::size_t tile_columns = 32;
+
+}  // namespace mixprec::kernels::detail::amx
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MIXPREC_KERNELS_HAVE_AMX 1
 #include <cpuid.h>
 #include <immintrin.h>
@@ -60,11 +71,6 @@ struct alignas(64) tile_config {
   std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
   std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
-
-/// Units of 32 bits a tile row holds: the depth a kernel takes per step.
-inline constexpr std::size_t step_units = 16;
-inline constexpr std::size_t tile_rows = 32;
-inline constexpr std::size_t tile_columns = 32;
 
 /// The steps both kernels run on that configuration, adding to tiles 0-3 the products of `steps`
 /// steps of 16 units: op(A)'s rows at a + r * a_units (32-bit units; a row's 16 units of step s

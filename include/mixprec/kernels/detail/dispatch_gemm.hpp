@@ -107,7 +107,7 @@ inline std::atomic<bool>& amx_bf16_switch() {
 }
 
 MIXPREC_KERNEL_API bool amx_bf16_supported() {
-#ifdef MIXPREC_KERNELS_HAVE_NATIVE_BF16
+#ifdef MIXPREC_KERNELS_HAVE_AMX
   static const bool supported = native_bf16::cpu_supports_amx();
   return supported;
 #else

@@ -66,7 +66,7 @@ MIXPREC_KERNEL_API const char* int8_gemm_kernel_name(int8_gemm_kernel kernel) {
 }
 
 MIXPREC_KERNEL_API bool amx_int8_supported() {
-#ifdef MIXPREC_KERNELS_HAVE_NATIVE_INT8
+#ifdef MIXPREC_KERNELS_HAVE_AMX
   static const bool supported = native_int8::cpu_supports_amx_int8();
   return supported;
 #else

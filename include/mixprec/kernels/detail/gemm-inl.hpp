@@ -1,9 +1,9 @@
 // Per-target GEMM: packing (op(A) into panels of tile_rows rows, op(B) into panels of
 // tile_columns columns, 16-bit operands widened to float on the way), a register-tiled
 // micro-kernel of multiply-adds, and the blocked loop nest of gemm_blocking.hpp, split across the
-// GEMM thread pool. On AVX3 targets, bfloat16 x bfloat16 GEMMs use the hand-written vdpbf16ps
-// micro-kernel of gemm_native_bf16.hpp when the CPU has it. Toggle-guarded: compiled once per
-// target.
+// GEMM thread pool. On AVX3 targets, bfloat16 x bfloat16 GEMMs use the hand-written AMX-BF16
+// or vdpbf16ps micro-kernel of gemm_native_bf16.hpp when the CPU has it. Toggle-guarded: compiled
+// once per target.
 #if defined(MIXPREC_KERNELS_GEMM_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MIXPREC_KERNELS_GEMM_INL_HPP_
 #undef MIXPREC_KERNELS_GEMM_INL_HPP_
@@ -285,18 +285,26 @@ struct native_bf16_kernel {
   }
 };
 
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 /// The AMX-BF16 micro-kernel (32 x 32, gemm_native_bf16.hpp) on Sapphire Rapids and later: op(A)
 /// packed as rows of pairs, op(B) as panels of 32 columns of pairs, both zero-padded to whole
-/// steps of 16 pairs; the vdpbf16ps kernel's blocks (its results, too, depend on the depth blocks).
+/// steps of 16 pairs; the vdpbf16ps kernel's depth blocks (its results, too, depend on them), row
+/// blocks of whole tiles (144 rows would end every block in a half-empty tile).
 struct amx_bf16_kernel {
   using packed_type = std::uint32_t;
   static constexpr std::size_t tile_rows = kd::amx::tile_rows;
   static constexpr std::size_t max_tile_columns = kd::amx::tile_columns;
   static std::size_t tile_columns() { return kd::amx::tile_columns; }
+  /// The pairs a packed lane takes: whole steps, and one step more that is never read, so that
+  /// op(A)'s rows do not lie a power of two apart (at kc 1024, 2 KiB: the 32 rows a step loads
+  /// fell into 2 of L1's 64 sets, 16 lines for its 12 ways).
   static std::size_t packed_depth(std::size_t depth) {
-    return kd::round_up(kd::native_bf16::pairs_of(depth), kd::amx::step_units);
+    return kd::round_up(kd::native_bf16::pairs_of(depth), kd::amx::step_units) + kd::amx::step_units;
   }
-  static kd::gemm_blocks blocks() { return kd::native_bf16_gemm_blocks(); }
+  static kd::gemm_blocks blocks() {
+    const kd::gemm_blocks native = kd::native_bf16_gemm_blocks();
+    return {native.kc, 4 * tile_rows, native.nc};
+  }
   static bool packs_b_before_use(std::size_t packed_b_bytes) {
     return native_bf16_kernel::packs_b_before_use(packed_b_bytes);
   }
@@ -318,9 +326,10 @@ struct amx_bf16_kernel {
 
   static void multiply_tile(std::size_t pairs, const std::uint32_t* a, const std::uint32_t* b, float* dst,
                             std::size_t ldd, kd::gemm_tile_update update, std::size_t rows, std::size_t /*columns*/) {
-    kd::native_bf16::amx_multiply_tile(pairs, a, b, dst, ldd, update, rows);
+    kd::native_bf16::amx_multiply_tile(pairs / kd::amx::step_units - 1, a, pairs, b, dst, ldd, update, rows);
   }
 };
+#endif  // AMX
 #endif
 
 /// Multiplies a packed block of A (rows x depth) by a packed block of B (depth x columns) into
@@ -590,7 +599,11 @@ inline bool native_bf16_usable() {
 #endif
 }
 
-inline bool amx_bf16_usable() { return native_bf16_usable() && kd::amx_bf16_enabled() && kd::amx_bf16_supported(); }
+#ifdef MIXPREC_KERNELS_HAVE_AMX
+inline bool amx_bf16_usable() {
+  return native_bf16_usable() && kd::amx_bf16_enabled() && kd::amx_bf16_supported();
+}
+#endif
 
 template <class TA, class TB, class TC>
 void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
@@ -598,7 +611,9 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
   if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
 #if MIXPREC_KERNELS_GEMM_NATIVE_BF16
   if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>) {
+#ifdef MIXPREC_KERNELS_HAVE_AMX
     if (amx_bf16_usable()) return run_on_pool<amx_bf16_kernel>(problem);
+#endif
     if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
   }
 #endif

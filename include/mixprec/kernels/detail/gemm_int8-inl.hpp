@@ -7,8 +7,9 @@
 //    (pmaddwd on x86: exact for the whole int8 range, as (-128)(-128) + (-128)(-128) = 2^15 fits
 //    a 32-bit lane), a 4 x (2 vectors) tile (8 x (2 vectors) on AVX3); SCALAR widens the pairs to
 //    int32 and multiply-adds;
-//  - the native kernels of gemm_native_int8.hpp (units of 4 depth elements, vpdpbusd), from the
-//    AVX2 target (AVX-VNNI) or the AVX3 target (AVX-512 VNNI) when the CPU has them.
+//  - the native kernels of gemm_native_int8.hpp (units of 4 depth elements): vpdpbusd from the
+//    AVX2 target (AVX-VNNI) or the AVX3 target (AVX-512 VNNI), and AMX's tdpbssd from the AVX3
+//    target, when the CPU has them.
 // Integer sums are exact, so every kernel, target, blocking and thread count gives the same C.
 //
 // Toggle-guarded on MIXPREC_KERNELS_INT8_TOGGLE: int8_implementation.hpp compiles it once per
@@ -371,6 +372,7 @@ struct avx_vnni {
 #endif
 
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 /// The AMX-INT8 kernel of gemm_native_int8.hpp. tdpbssd reads op(A) as rows of units (16 at a
 /// time), so op(A) is packed row by row (panels of one row); op(B) as the vpdpbusd kernels have it
 /// (panels of 32 columns, unit by unit), both signed; every lane's units zero-padded to whole
@@ -398,6 +400,7 @@ struct amx_kernel {
     kd::native_int8::amx_multiply_tile(units / kd::amx::step_units, a, units, b, dst, ldd, accumulate);
   }
 };
+#endif
 
 struct avx512_vnni {
   static constexpr std::size_t tile_rows = kd::native_int8::avx512::tile_rows;
@@ -516,7 +519,9 @@ inline kd::int8_gemm_kernel chosen_kernel() {
 #if MIXPREC_KERNELS_INT8_AVX_VNNI
   if (kd::native_int8_enabled()) {
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+#ifdef MIXPREC_KERNELS_HAVE_AMX
     if (kd::amx_int8_enabled() && kd::amx_int8_supported()) return kd::int8_gemm_kernel::amx_int8;
+#endif
     if (kd::avx512_vnni_supported()) return kd::int8_gemm_kernel::avx512_vnni;
 #endif
     if (kd::avx_vnni_supported()) return kd::int8_gemm_kernel::avx_vnni;
@@ -533,7 +538,9 @@ inline void run_gemm(const kd::gemm_int8_problem& problem) {
   }
   switch (chosen_kernel()) {
 #if MIXPREC_KERNELS_INT8_AVX512_VNNI
+#ifdef MIXPREC_KERNELS_HAVE_AMX
     case kd::int8_gemm_kernel::amx_int8: return run_on_pool<amx_kernel>(problem);
+#endif
     case kd::int8_gemm_kernel::avx512_vnni: return run_on_pool<vnni_kernel<avx512_vnni>>(problem);
 #endif
 #if MIXPREC_KERNELS_INT8_AVX_VNNI

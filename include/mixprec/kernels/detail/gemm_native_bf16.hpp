@@ -28,8 +28,10 @@
 #include <immintrin.h>
 
 #define MIXPREC_KERNELS_NATIVE_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 #define MIXPREC_KERNELS_AMX_BF16_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+#endif
 
 namespace mixprec::kernels::detail::native_bf16 {
 
@@ -227,9 +229,11 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void multiply_tile(std::size_t pairs, 
 // int8 kernel (amx.hpp); op(A) is packed row by row, op(B) as pack_pairs does, both with their
 // pairs zero-padded to whole steps of 16.
 
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 /// The CPU has AMX-BF16 (and AVX-512 BF16, for the rest of the native path) and the OS lets this
 /// process use AMX (amx.hpp).
 inline bool cpu_supports_amx() { return cpu_supports() && amx::cpu_supports(amx::bf16_feature); }
+#endif
 
 /// Packs `lanes` lanes of `depth` bfloat16 as rows of pairs: lane l's pair q (elements 2q and
 /// 2q + 1) at dst[l * padded_pairs + q], zeros from pairs_of(depth) to padded_pairs (a multiple
@@ -290,18 +294,20 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_padded_pair_panels(const bfl
   }
 }
 
-/// The first `rows` rows of a 32 x 32 tile: sums over `pairs` (a multiple of 16) pairs of op(A)
-/// rows (row r's at a + r * pairs) and an op(B) panel (pairs x 32), then `update` of dst (row
-/// stride ldd; all 32 columns: a ragged tile comes as a full-width copy).
-MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t pairs, const std::uint32_t* a,
-                                                              const std::uint32_t* b, float* dst, std::size_t ldd,
-                                                              const gemm_tile_update& update, std::size_t rows) {
+#ifdef MIXPREC_KERNELS_HAVE_AMX
+/// The first `rows` rows of a 32 x 32 tile: sums over `steps` steps of 16 pairs of op(A) rows
+/// (row r's pairs at a + r * a_pairs) and an op(B) panel (16 pairs x 32 per step), then `update`
+/// of dst (row stride ldd; all 32 columns: a ragged tile comes as a full-width copy).
+MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t steps, const std::uint32_t* a,
+                                                              std::size_t a_pairs, const std::uint32_t* b, float* dst,
+                                                              std::size_t ldd, const gemm_tile_update& update,
+                                                              std::size_t rows) {
   constexpr std::size_t columns = amx::tile_columns;
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  MIXPREC_KERNELS_AMX_STEPS(_tile_dpbf16ps, pairs / amx::step_units, a, pairs, b);
+  MIXPREC_KERNELS_AMX_STEPS(_tile_dpbf16ps, steps, a, a_pairs, b);
   alignas(64) float sums[amx::tile_rows * columns];
   constexpr std::size_t sums_stride = columns * sizeof(float);
   _tile_stored(0, sums, sums_stride);
@@ -313,6 +319,7 @@ MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t pairs,
     update_vector(dst + r * ldd + 16, _mm512_load_ps(sums + r * columns + 16), update);
   }
 }
+#endif
 
 }  // namespace mixprec::kernels::detail::native_bf16
 

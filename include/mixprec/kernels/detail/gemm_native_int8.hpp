@@ -31,7 +31,9 @@
 
 #define MIXPREC_KERNELS_AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define MIXPREC_KERNELS_AVX_VNNI_TARGET __attribute__((target("avx,avx2,avxvnni")))
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 #define MIXPREC_KERNELS_AMX_INT8_TARGET __attribute__((target("amx-tile,amx-int8")))
+#endif
 
 namespace mixprec::kernels::detail::native_int8 {
 
@@ -53,6 +55,7 @@ inline bool cpu_supports_avx_vnni() {
          (eax & (1u << 4)) != 0;
 }
 
+#ifdef MIXPREC_KERNELS_HAVE_AMX
 /// The CPU has AMX-INT8 and the OS lets this process use it (amx.hpp).
 inline bool cpu_supports_amx_int8() { return amx::cpu_supports(amx::int8_feature); }
 
@@ -88,6 +91,7 @@ MIXPREC_KERNELS_AMX_INT8_TARGET inline void amx_multiply_tile(std::size_t steps,
   _tile_stored(2, dst_lower, c_stride);
   _tile_stored(3, dst_lower + 16, c_stride);
 }
+#endif
 
 namespace avx512 {
 
