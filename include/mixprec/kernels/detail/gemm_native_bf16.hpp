@@ -105,6 +105,16 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bflo
   }
 }
 
+/// vpermt2w indices that interleave two depth rows of 32 lanes (the low row in a, the high in b)
+/// into pairs: lane l's pair in 32-bit lane l, its low row's element in the low half, lanes 0-15
+/// by pair_interleave_low, lanes 16-31 by pair_interleave_high.
+alignas(64) inline constexpr std::uint16_t pair_interleave_low[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                                     37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                                     11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+alignas(64) inline constexpr std::uint16_t pair_interleave_high[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                                      53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                                      27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+
 /// pack_pairs where the lanes of one depth element are contiguous (lane_stride == 1): two depth
 /// rows are interleaved by a permute, 32 lanes at a time. Row pair by row pair, across every
 /// panel, so that the source is read in order (walking one panel down the depth would touch a
@@ -112,15 +122,8 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bflo
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfloat16* src, std::size_t depth_stride,
                                                                        std::size_t lanes, std::size_t depth,
                                                                        std::size_t width, std::uint32_t* dst) {
-  // Lane l of a depth row pair goes to 32-bit lane l: its low row's element in the low half.
-  alignas(64) static constexpr std::uint16_t interleave_low[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
-                                                                   37, 6, 38, 7, 39, 8, 40, 9,  41, 10, 42,
-                                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  alignas(64) static constexpr std::uint16_t interleave_high[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
-                                                                    53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
-                                                                    27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
-  const __m512i low_index = _mm512_load_si512(interleave_low);
-  const __m512i high_index = _mm512_load_si512(interleave_high);
+  const __m512i low_index = _mm512_load_si512(pair_interleave_low);
+  const __m512i high_index = _mm512_load_si512(pair_interleave_high);
   const std::size_t pairs = pairs_of(depth);
   for (std::size_t q = 0; q < pairs; ++q) {
     const bfloat16* low_row = src + 2 * q * depth_stride;
@@ -252,10 +255,7 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pair_rows(const bfloat16* sr
   }
   // The lanes of one depth element are contiguous: two depth rows interleaved (16 lanes' pairs in
   // a register, as pack_pairs_interleaving), 16 pairs of 16 lanes transposed into 16 rows.
-  alignas(64) static constexpr std::uint16_t interleave_low[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
-                                                                   37, 6, 38, 7, 39, 8, 40, 9,  41, 10, 42,
-                                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  const __m512i low_index = _mm512_load_si512(interleave_low);
+  const __m512i low_index = _mm512_load_si512(pair_interleave_low);
   const std::size_t pairs = pairs_of(depth);
   for (std::size_t first = 0; first < lanes; first += 16) {
     const std::size_t group_lanes = std::min<std::size_t>(16, lanes - first);
