@@ -304,9 +304,10 @@ struct fixed_problem {
   operand<TA> a;
   operand<TB> b;
   output<TC> c;
+  scaling scalars;
 
-  fixed_problem(shape sh, bool trans_a, bool trans_b)
-      : a(sh.m, sh.k, trans_a, 1), b(sh.k, sh.n, trans_b, 0), c(sh.m, sh.n, 2) {
+  fixed_problem(shape sh, bool trans_a, bool trans_b, scaling s)
+      : a(sh.m, sh.k, trans_a, 1), b(sh.k, sh.n, trans_b, 0), c(sh.m, sh.n, 2), scalars(s) {
     std::mt19937 rng(17);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     a.fill([&] { return uniform(rng); });
@@ -316,7 +317,7 @@ struct fixed_problem {
   /// C after the GEMM on the current thread count.
   std::vector<TC> run() const {
     output<TC> result = c;
-    run_gemm(a, b, result, {0.75f, -0.5f});
+    run_gemm(a, b, result, scalars);
     return result.storage;
   }
 };
@@ -333,13 +334,14 @@ bool same_bits(const std::vector<TC>& x, const std::vector<TC>& y) {
 /// single-threaded one bit for bit. The shapes are large enough (> 7 x 2 Mflop) to be split
 /// across all of them; the second has A transposed, the third B.
 template <class TA, class TB, class TC>
-void check_thread_invariance(const std::vector<shape>& shapes = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}}) {
+void check_thread_invariance(const std::vector<shape>& shapes = {{150, 260, 270}, {1000, 20, 400}, {13, 1500, 300}},
+                             scaling scalars = {0.75f, -0.5f}) {
   INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
   thread_count_scope restore;
   for (std::size_t s = 0; s < shapes.size(); ++s) {
     const bool trans_a = s == 1, trans_b = s == 2;
-    INFO(describe(shapes[s], trans_a, trans_b, {0.75f, -0.5f}));
-    fixed_problem<TA, TB, TC> problem(shapes[s], trans_a, trans_b);
+    INFO(describe(shapes[s], trans_a, trans_b, scalars));
+    fixed_problem<TA, TB, TC> problem(shapes[s], trans_a, trans_b, scalars);
     kernels::set_num_threads(1);
     const auto single = problem.run();
     for (std::size_t threads : {2, 3, 4, 7}) {
@@ -416,13 +418,18 @@ TEST_CASE("gemm gives the same bits for any number of threads") {
 
 // Small C, long k: split by depth blocks across the threads (kd::gemm_depth_split), the block
 // sums added up afterwards in block order; conv1's 9 x 32 weight gradient is the model. The
-// second shape (A transposed, as in x^T dz) is at most one vector wide (the narrow kernel).
-const std::vector<shape> depth_split_shapes{{9, 32, 8000}, {5, 10, 45000}, {20, 8, 30000}};
+// second shape (A transposed, as in x^T dz) is at most one vector wide (the narrow kernel); the
+// last is one whole AMX tile, whose first depth block is stored from the tiles.
+const std::vector<shape> depth_split_shapes{{9, 32, 8000}, {5, 10, 45000}, {20, 8, 30000}, {32, 32, 8000}};
 
 TEST_CASE("gemm split by depth blocks (small C, long k) gives the same bits for any number of threads") {
   for_each_target([&](const std::string&) {
-    for_each_dtype_combination(
-        [&]<class TA, class TB, class TC>() { check_thread_invariance<TA, TB, TC>(depth_split_shapes); });
+    // Scaled, and C = A B as a layer's gradient asks for it (alpha 1, beta 0: stored from AMX's tiles).
+    for (const scaling scalars : {scaling{0.75f, -0.5f}, scaling{1.0f, 0.0f}}) {
+      for_each_dtype_combination([&]<class TA, class TB, class TC>() {
+        check_thread_invariance<TA, TB, TC>(depth_split_shapes, scalars);
+      });
+    }
   });
 }
 
@@ -437,7 +444,7 @@ TEST_CASE("gemm split by depth blocks is exact on small integers, beta == 0 over
 
 TEST_CASE("gemm called from several threads at once (the pool is shared) gives the same bits") {
   thread_count_scope restore;
-  fixed_problem<bfloat16, bfloat16, float> problem({150, 260, 270}, false, true);
+  fixed_problem<bfloat16, bfloat16, float> problem({150, 260, 270}, false, true, {0.75f, -0.5f});
   kernels::set_num_threads(1);
   const auto expected = problem.run();
   kernels::set_num_threads(2);
@@ -776,8 +783,8 @@ TEST_CASE("native bfloat16 pair packing (AVX-512): vdpbf16ps and AMX layouts, od
         // One extra pair row of sentinels after the panels: nothing is written past them.
         const std::uint32_t sentinel = 0xdeadbeef;
         std::vector<std::uint32_t> from_lanes((panels * pairs + 1) * width, sentinel), from_depth = from_lanes;
-        nb::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, from_lanes.data());
-        nb::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, from_depth.data());
+        nb::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, pairs, from_lanes.data());
+        nb::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, pairs, from_depth.data());
         for (std::size_t panel = 0; panel < panels; ++panel) {
           for (std::size_t q = 0; q < pairs; ++q) {
             for (std::size_t l = 0; l < width; ++l) {
@@ -814,8 +821,8 @@ TEST_CASE("native bfloat16 pair packing (AVX-512): vdpbf16ps and AMX layouts, od
         REQUIRE(rows_from_depth[lanes * padded] == sentinel);
         std::vector<std::uint32_t> panels_from_lanes((panels * padded + 1) * width, sentinel),
             panels_from_depth = panels_from_lanes;
-        nb::pack_padded_pair_panels(lane_major.data(), ld, 1, lanes, depth, padded, panels_from_lanes.data());
-        nb::pack_padded_pair_panels(depth_major.data(), 1, ld, lanes, depth, padded, panels_from_depth.data());
+        nb::pack_pairs(lane_major.data(), ld, 1, lanes, depth, width, padded, panels_from_lanes.data());
+        nb::pack_pairs(depth_major.data(), 1, ld, lanes, depth, width, padded, panels_from_depth.data());
         for (std::size_t panel = 0; panel < panels; ++panel) {
           for (std::size_t q = 0; q < padded; ++q) {
             for (std::size_t l = 0; l < width; ++l) {

@@ -270,11 +270,13 @@ struct native_bf16_kernel {
 
   static void pack_a(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::uint32_t* dst, kd::gemm_workspace&) {
-    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_rows, dst);
+    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_rows,
+                                kd::native_bf16::pairs_of(depth), dst);
   }
   static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::size_t width, std::uint32_t* dst, kd::gemm_workspace&) {
-    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, width, dst);
+    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, width, kd::native_bf16::pairs_of(depth),
+                                dst);
   }
 
   /// At least rows x columns of the tile (edge tiles run a smaller block).
@@ -321,7 +323,7 @@ struct amx_bf16_kernel {
   }
   static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::size_t /*width: 32*/, std::uint32_t* dst, kd::gemm_workspace&) {
-    kd::native_bf16::pack_padded_pair_panels(src, lane_stride, depth_stride, lanes, depth, packed_depth(depth), dst);
+    kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_columns(), packed_depth(depth), dst);
   }
 
   static void multiply_tile(std::size_t pairs, const std::uint32_t* a, const std::uint32_t* b, float* dst,

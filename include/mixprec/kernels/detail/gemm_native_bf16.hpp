@@ -83,9 +83,10 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void transpose_16x16(__m512i rows[16])
 /// registers and stored as 16 pair rows.
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bfloat16* src, std::size_t lane_stride,
                                                                       std::size_t lanes, std::size_t depth,
-                                                                      std::size_t width, std::uint32_t* dst) {
+                                                                      std::size_t width, std::size_t panel_pairs,
+                                                                      std::uint32_t* dst) {
   const std::size_t pairs = pairs_of(depth);
-  for (std::size_t first = 0; first < lanes; first += width, dst += pairs * width) {
+  for (std::size_t first = 0; first < lanes; first += width, dst += panel_pairs * width) {
     const std::size_t count = std::min(width, lanes - first);
     const bfloat16* panel = src + first * lane_stride;
     for (std::size_t group = 0; group < width; group += 16) {
@@ -102,6 +103,7 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bflo
           store_pairs(dst + (q0 + q) * width + group, block[q], width - group);
       }
     }
+    if (panel_pairs > pairs) std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
   }
 }
 
@@ -118,18 +120,21 @@ alignas(64) inline constexpr std::uint16_t pair_interleave_high[32] = {16, 48, 1
 /// pack_pairs where the lanes of one depth element are contiguous (lane_stride == 1): two depth
 /// rows are interleaved by a permute, 32 lanes at a time. Row pair by row pair, across every
 /// panel, so that the source is read in order (walking one panel down the depth would touch a
-/// new cache line, often a new page, per row).
+/// new cache line, often a new page, per row: with AMX's padded panels it did, and packing op(B)
+/// took a third of a 256 x 1024 x 1024 product).
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfloat16* src, std::size_t depth_stride,
                                                                        std::size_t lanes, std::size_t depth,
-                                                                       std::size_t width, std::uint32_t* dst) {
+                                                                       std::size_t width, std::size_t panel_pairs,
+                                                                       std::uint32_t* dst) {
   const __m512i low_index = _mm512_load_si512(pair_interleave_low);
   const __m512i high_index = _mm512_load_si512(pair_interleave_high);
   const std::size_t pairs = pairs_of(depth);
+  const std::size_t panel_size = panel_pairs * width;
   for (std::size_t q = 0; q < pairs; ++q) {
     const bfloat16* low_row = src + 2 * q * depth_stride;
     const bool has_high = 2 * q + 1 < depth;  // an odd depth ends with a zero
     std::uint32_t* out_row = dst + q * width;
-    for (std::size_t first = 0; first < lanes; first += width, out_row += pairs * width) {
+    for (std::size_t first = 0; first < lanes; first += width, out_row += panel_size) {
       const std::size_t count = std::min(width, lanes - first);
       for (std::size_t group = 0; group < width; group += 32) {
         const std::size_t group_lanes = count > group ? count - group : 0;
@@ -143,18 +148,22 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfl
       }
     }
   }
+  if (panel_pairs == pairs) return;
+  for (std::size_t first = 0; first < lanes; first += width, dst += panel_size)
+    std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
 }
 
 /// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
-/// dst[(panel * pairs_of(depth) + q) * width + l] holds elements (panel * width + l, 2q) and
-/// (panel * width + l, 2q + 1). Element (lane, p) is at src[lane * lane_stride + p * depth_stride];
-/// one of the strides is 1 (the other is the leading dimension). Nothing outside the elements is
-/// read.
+/// dst[(panel * panel_pairs + q) * width + l] holds elements (panel * width + l, 2q) and
+/// (panel * width + l, 2q + 1); pairs from pairs_of(depth) to panel_pairs (AMX's whole steps) are
+/// zeros. Element (lane, p) is at src[lane * lane_stride + p * depth_stride]; one of the strides is
+/// 1 (the other is the leading dimension). Nothing outside the elements is read.
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, std::size_t lane_stride,
                                                           std::size_t depth_stride, std::size_t lanes,
-                                                          std::size_t depth, std::size_t width, std::uint32_t* dst) {
-  if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, dst);
-  pack_pairs_interleaving(src, depth_stride, lanes, depth, width, dst);
+                                                          std::size_t depth, std::size_t width,
+                                                          std::size_t panel_pairs, std::uint32_t* dst) {
+  if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, panel_pairs, dst);
+  pack_pairs_interleaving(src, depth_stride, lanes, depth, width, panel_pairs, dst);
 }
 
 /// The CPU has AVX-512 F/BW/VL and BF16. (Highway's AVX3 target, which the caller also requires,
@@ -280,20 +289,6 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pair_rows(const bfloat16* sr
   }
 }
 
-/// pack_pairs into panels of 32 lanes whose pairs are zero-padded to padded_pairs (a multiple of
-/// 16): panel after panel, each padded_pairs rows of 32 lanes.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_padded_pair_panels(const bfloat16* src, std::size_t lane_stride,
-                                                                       std::size_t depth_stride, std::size_t lanes,
-                                                                       std::size_t depth, std::size_t padded_pairs,
-                                                                       std::uint32_t* dst) {
-  constexpr std::size_t width = amx::tile_columns;
-  const std::size_t pairs = pairs_of(depth);
-  for (std::size_t first = 0; first < lanes; first += width, dst += padded_pairs * width) {
-    pack_pairs(src + first * lane_stride, lane_stride, depth_stride, std::min(width, lanes - first), depth, width, dst);
-    std::memset(dst + pairs * width, 0, (padded_pairs - pairs) * width * sizeof(std::uint32_t));
-  }
-}
-
 #ifdef MIXPREC_KERNELS_HAVE_AMX
 /// The first `rows` rows of a 32 x 32 tile: sums over `steps` steps of 16 pairs of op(A) rows
 /// (row r's pairs at a + r * a_pairs) and an op(B) panel (16 pairs x 32 per step), then `update`
@@ -308,6 +303,18 @@ MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t steps,
   _tile_zero(2);
   _tile_zero(3);
   MIXPREC_KERNELS_AMX_STEPS(_tile_dpbf16ps, steps, a, a_pairs, b);
+  // A whole tile whose update is a plain store (the first depth block, alpha 1, beta 0) is stored
+  // from the tiles into dst, the same bits without a pass through a buffer. Later blocks add
+  // their sums with update_vector, as the depth split (gemm-inl.hpp) adds its block sums: loading
+  // C into the tiles would have tdpbf16ps round C + products in its own order.
+  if (rows == amx::tile_rows && update.alpha == 1.0f && !update.accumulate && update.beta == 0.0f) {
+    const std::size_t dst_stride = ldd * sizeof(float);
+    _tile_stored(0, dst, dst_stride);
+    _tile_stored(1, dst + 16, dst_stride);
+    _tile_stored(2, dst + 16 * ldd, dst_stride);
+    _tile_stored(3, dst + 16 * ldd + 16, dst_stride);
+    return;
+  }
   alignas(64) float sums[amx::tile_rows * columns];
   constexpr std::size_t sums_stride = columns * sizeof(float);
   _tile_stored(0, sums, sums_stride);
