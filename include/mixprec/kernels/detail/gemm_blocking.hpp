@@ -33,8 +33,8 @@ struct gemm_blocks {
 // L3) and kept everywhere, so float results do not depend on the machine:
 //  - kc = 256: a packed B micro-panel (kc x nr: 16 KiB of floats for the 6 x 16 AVX2 tile)
 //    stays in L1 while every A micro-panel of the block streams past it;
-//  - mc = 144 (24 six-row panels): the packed A block, mc x kc floats = 144 KiB, stays in L2
-//    while the B micro-panels go by;
+//  - mc = 144 (24 six-row panels, or 12 of AVX-512's twelve rows): the packed A block, mc x kc
+//    floats = 144 KiB, stays in L2 while the B micro-panels go by;
 //  - nc = 1024: the packed B panel, kc x nc floats = 1 MiB, stays in L3; A is packed once per
 //    nc columns, which is negligible next to the 2 * nc flops done per packed element.
 inline constexpr gemm_blocks highway_gemm_blocks{256, 144, 1024};
