@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -410,6 +411,34 @@ TEST_CASE("gemm on random data across every cache block edge at once") {
   });
 }
 
+TEST_CASE("the float GEMM gives the same bits on targets that fuse alike, whatever their tile") {
+  // AVX3's 12-row tile against AVX2's 6-row one (both fused multiply-adds), SSE4 against SCALAR
+  // (multiply, then add): each element of C sees the same operations in the same order. Rows
+  // ragged for either tile, both transpositions, float and float16 operands.
+  thread_count_scope restore;
+  kernels::set_num_threads(1);
+  const auto compare = [&]<class T>() {
+    INFO("operands ", dtype<T>());
+    for (const shape sh : {shape{29, 70, 300}, shape{150, 40, 270}}) {
+      for (const bool trans_a : {false, true}) {
+        const bool trans_b = !trans_a;
+        INFO(describe(sh, trans_a, trans_b, {1.0f, 0.0f}));
+        const fixed_problem<T, T, float> problem(sh, trans_a, trans_b, {1.0f, 0.0f});
+        std::map<bool, std::pair<std::string, std::vector<float>>> first_of_kind;  // by "fuses"
+        for_each_target([&](const std::string& target) {
+          const bool fuses = target == "AVX3" || target == "AVX2";
+          const auto result = problem.run();
+          const auto [it, inserted] = first_of_kind.try_emplace(fuses, target, result);
+          INFO(target, " against ", it->second.first);
+          if (!inserted) CHECK(same_bits(result, it->second.second));
+        });
+      }
+    }
+  };
+  compare.template operator()<float>();
+  compare.template operator()<float16>();
+}
+
 TEST_CASE("gemm gives the same bits for any number of threads") {
   for_each_target([&](const std::string&) {
     for_each_dtype_combination([&]<class TA, class TB, class TC>() { check_thread_invariance<TA, TB, TC>(); });
@@ -436,7 +465,7 @@ TEST_CASE("gemm split by depth blocks (small C, long k) gives the same bits for 
 TEST_CASE("gemm split by depth blocks is exact on small integers, beta == 0 over NaN included") {
   thread_count_scope restore;
   kernels::set_num_threads(2);
-  REQUIRE(kernels::detail::gemm_depth_split(9, 32, 8000, 6, 32, kernels::detail::highway_gemm_blocks.kc, 16, 2));
+  REQUIRE(kernels::detail::gemm_depth_split(9, 32, 8000, 12, 32, kernels::detail::highway_gemm_blocks.kc, 16, 2));
   unsigned seed = 500;
   for_each_dtype_combination(
       [&]<class TA, class TB, class TC>() { check_exact<TA, TB, TC>({{9, 32, 8000}, {5, 10, 45000}}, seed++); });
@@ -692,10 +721,11 @@ TEST_CASE("the thread split covers C once, in whole micro-tiles, with at most th
 
 TEST_CASE("the depth split is taken for a small C and a long k only") {
   using kernels::detail::gemm_depth_split;
-  // conv1's weight gradient: one 12 x 32 tile of the native kernel (kc 1024), or a full and a
-  // 3-row 6 x 32 tile of the Highway kernel, each thread packing all of B: split the depth.
+  // conv1's weight gradient: one 12 x 32 tile of the native kernel (kc 1024) or of the Highway
+  // kernel on AVX-512, a full and a 3-row 6 x 16 tile on AVX2, each thread packing all of B:
+  // split the depth.
   CHECK(gemm_depth_split(9, 32, 43264, 12, 32, 1024, 16, 2));
-  CHECK(gemm_depth_split(9, 32, 43264, 6, 32, 256, 16, 2));
+  CHECK(gemm_depth_split(9, 32, 43264, 12, 32, 256, 16, 2));
   CHECK(gemm_depth_split(9, 32, 43264, 6, 16, 256, 16, 7));
   // conv2's 288 x 64 halves evenly by rows: C is split.
   CHECK_FALSE(gemm_depth_split(288, 64, 7744, 6, 32, 256, 16, 2));

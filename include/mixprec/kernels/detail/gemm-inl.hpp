@@ -188,7 +188,8 @@ inline constexpr std::size_t highway_tile_rows = 6;
 /// The Highway micro-kernel: a highway_tile_rows x (2 vectors) tile (6 x 16 floats on AVX2, 12 x
 /// 32 on AVX3) held in accumulators; each depth step loads two vectors of B, broadcasts a column
 /// of A and does two multiply-adds (fused where the target has FMA) per row. Each element of C
-/// sees the same operations whatever the tile's shape, so the targets agree to the bit.
+/// sees the same operations whatever the tile's shape, so targets that fuse alike (AVX3 and
+/// AVX2; SSE4 and SCALAR) agree to the bit.
 struct highway_kernel : highway_packing<highway_tile_rows> {
   static constexpr std::size_t max_tile_columns = 2 * kMaxLanes;
   static std::size_t tile_columns() { return 2 * hn::Lanes(D()); }

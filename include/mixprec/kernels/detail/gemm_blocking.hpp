@@ -168,8 +168,8 @@ inline std::size_t depth_split_row_floats(std::size_t n, std::size_t lanes) { re
 /// thread takes it, then the sums added up in block order as the documented order says (see
 /// above), which is the same arithmetic whoever computed them. It pays when C is too small to
 /// give every thread a fair part and k is long: conv1's weight gradient, 9 x 32 x 43264, is one
-/// tile of the native bfloat16 kernel (or one full and one 3-row tile of the Highway one, each
-/// thread packing the whole of B). Costs counted as gemm_split counts them, per thread, with
+/// tile of the native bfloat16 kernel and of the Highway one on AVX-512 (one full and one 3-row
+/// tile on AVX2), each thread packing the whole of B). Costs counted as gemm_split counts them, per thread, with
 /// every tile a whole tile (a ragged tile costs a full one): the largest rectangle of the C
 /// split against ceil(blocks / threads) blocks of all of C plus the single-threaded sum of the
 /// buffers, which must be at least 20% cheaper (the buffers' traffic is not counted; the MLP's

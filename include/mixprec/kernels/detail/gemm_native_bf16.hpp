@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,7 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, s
                                                           std::size_t depth_stride, std::size_t lanes,
                                                           std::size_t depth, std::size_t width,
                                                           std::size_t panel_pairs, std::uint32_t* dst) {
+  assert(panel_pairs >= pairs_of(depth));
   if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, panel_pairs, dst);
   pack_pairs_interleaving(src, depth_stride, lanes, depth, width, panel_pairs, dst);
 }
