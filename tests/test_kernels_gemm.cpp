@@ -428,9 +428,10 @@ TEST_CASE("the float GEMM gives the same bits on targets that fuse alike, whatev
         for_each_target([&](const std::string& target) {
           const bool fuses = target == "AVX3" || target == "AVX2";
           const auto result = problem.run();
-          const auto [it, inserted] = first_of_kind.try_emplace(fuses, target, result);
-          INFO(target, " against ", it->second.first);
-          if (!inserted) CHECK(same_bits(result, it->second.second));
+          const auto emplaced = first_of_kind.try_emplace(fuses, target, result);
+          const std::string& first_target = emplaced.first->second.first;
+          INFO(target, " against ", first_target);
+          if (!emplaced.second) CHECK(same_bits(result, emplaced.first->second.second));
         });
       }
     }
