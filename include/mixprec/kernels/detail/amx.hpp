@@ -98,6 +98,31 @@ struct alignas(64) tile_config {
     }                                                                                               \
   } while (false)
 
+/// The 32 x 32 block of sums in tiles 0-3 (0 1 above 2 3), as both kernels hold it: zeroed,
+/// loaded from and stored to `c`, whose rows are `ldc` elements (float or int32) apart.
+MIXPREC_KERNELS_AMX_TILE_TARGET inline void zero_sums() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+template <class T>
+MIXPREC_KERNELS_AMX_TILE_TARGET inline void load_sums(const T* c, std::size_t ldc) {
+  const std::size_t stride = ldc * sizeof(T);
+  _tile_loadd(0, c, stride);
+  _tile_loadd(1, c + 16, stride);
+  _tile_loadd(2, c + 16 * ldc, stride);
+  _tile_loadd(3, c + 16 * ldc + 16, stride);
+}
+template <class T>
+MIXPREC_KERNELS_AMX_TILE_TARGET inline void store_sums(T* c, std::size_t ldc) {
+  const std::size_t stride = ldc * sizeof(T);
+  _tile_stored(0, c, stride);
+  _tile_stored(1, c + 16, stride);
+  _tile_stored(2, c + 16 * ldc, stride);
+  _tile_stored(3, c + 16 * ldc + 16, stride);
+}
+
 /// Loads the tile configuration on this thread (which zeroes the tiles): before the first tile.
 MIXPREC_KERNELS_AMX_TILE_TARGET inline void begin() {
   static const tile_config config;

@@ -104,7 +104,6 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bflo
           store_pairs(dst + (q0 + q) * width + group, block[q], width - group);
       }
     }
-    if (panel_pairs > pairs) std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
   }
 }
 
@@ -149,9 +148,6 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfl
       }
     }
   }
-  if (panel_pairs == pairs) return;
-  for (std::size_t first = 0; first < lanes; first += width, dst += panel_size)
-    std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
 }
 
 /// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
@@ -163,9 +159,13 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, s
                                                           std::size_t depth_stride, std::size_t lanes,
                                                           std::size_t depth, std::size_t width,
                                                           std::size_t panel_pairs, std::uint32_t* dst) {
-  assert(panel_pairs >= pairs_of(depth));
-  if (depth_stride == 1) return pack_pairs_transposing(src, lane_stride, lanes, depth, width, panel_pairs, dst);
-  pack_pairs_interleaving(src, depth_stride, lanes, depth, width, panel_pairs, dst);
+  const std::size_t pairs = pairs_of(depth);
+  assert(panel_pairs >= pairs);
+  if (depth_stride == 1) pack_pairs_transposing(src, lane_stride, lanes, depth, width, panel_pairs, dst);
+  else pack_pairs_interleaving(src, depth_stride, lanes, depth, width, panel_pairs, dst);
+  if (panel_pairs == pairs) return;
+  for (std::size_t first = 0; first < lanes; first += width, dst += panel_pairs * width)
+    std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
 }
 
 /// The CPU has AVX-512 F/BW/VL and BF16. (Highway's AVX3 target, which the caller also requires,
@@ -300,29 +300,16 @@ MIXPREC_KERNELS_AMX_BF16_TARGET inline void amx_multiply_tile(std::size_t steps,
                                                               std::size_t ldd, const gemm_tile_update& update,
                                                               std::size_t rows) {
   constexpr std::size_t columns = amx::tile_columns;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  amx::zero_sums();
   MIXPREC_KERNELS_AMX_STEPS(_tile_dpbf16ps, steps, a, a_pairs, b);
   // A whole tile whose update is a plain store (the first depth block, alpha 1, beta 0) is stored
   // from the tiles into dst, the same bits without a pass through a buffer. Later blocks add
   // their sums with update_vector, as the depth split (gemm-inl.hpp) adds its block sums: loading
   // C into the tiles would have tdpbf16ps round C + products in its own order.
-  if (rows == amx::tile_rows && update.alpha == 1.0f && !update.accumulate && update.beta == 0.0f) {
-    const std::size_t dst_stride = ldd * sizeof(float);
-    _tile_stored(0, dst, dst_stride);
-    _tile_stored(1, dst + 16, dst_stride);
-    _tile_stored(2, dst + 16 * ldd, dst_stride);
-    _tile_stored(3, dst + 16 * ldd + 16, dst_stride);
-    return;
-  }
+  if (rows == amx::tile_rows && update.alpha == 1.0f && !update.accumulate && update.beta == 0.0f)
+    return amx::store_sums(dst, ldd);
   alignas(64) float sums[amx::tile_rows * columns];
-  constexpr std::size_t sums_stride = columns * sizeof(float);
-  _tile_stored(0, sums, sums_stride);
-  _tile_stored(1, sums + 16, sums_stride);
-  _tile_stored(2, sums + 16 * columns, sums_stride);
-  _tile_stored(3, sums + 16 * columns + 16, sums_stride);
+  amx::store_sums(sums, columns);
   for (std::size_t r = 0; r < rows; ++r) {
     update_vector(dst + r * ldd, _mm512_load_ps(sums + r * columns), update);
     update_vector(dst + r * ldd + 16, _mm512_load_ps(sums + r * columns + 16), update);

@@ -72,24 +72,10 @@ inline bool cpu_supports_amx_int8() { return amx::cpu_supports(amx::int8_feature
 MIXPREC_KERNELS_AMX_INT8_TARGET inline void amx_multiply_tile(std::size_t steps, const std::uint32_t* a,
                                                               std::size_t a_units, const std::uint32_t* b,
                                                               std::int32_t* dst, std::size_t ldd, bool accumulate) {
-  const std::size_t c_stride = ldd * sizeof(std::int32_t);
-  std::int32_t* dst_lower = dst + 16 * ldd;
-  if (accumulate) {
-    _tile_loadd(0, dst, c_stride);
-    _tile_loadd(1, dst + 16, c_stride);
-    _tile_loadd(2, dst_lower, c_stride);
-    _tile_loadd(3, dst_lower + 16, c_stride);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  }
+  if (accumulate) amx::load_sums(dst, ldd);
+  else amx::zero_sums();
   MIXPREC_KERNELS_AMX_STEPS(_tile_dpbssd, steps, a, a_units, b);
-  _tile_stored(0, dst, c_stride);
-  _tile_stored(1, dst + 16, c_stride);
-  _tile_stored(2, dst_lower, c_stride);
-  _tile_stored(3, dst_lower + 16, c_stride);
+  amx::store_sums(dst, ldd);
 }
 #endif
 
