@@ -606,6 +606,72 @@ TEST_CASE("a 16-bit C is the float32 C rounded: the same bits on random data, ev
   check_rounded_like_float_c<float16>(shapes);
 }
 
+/// A float B multiplied with a 16-bit A is read in A's dtype: C has the bits of the GEMM on B
+/// rounded first (kernels::convert), on every target, bfloat16 kernel and thread count. B holds
+/// what rounding can get wrong: ties (to even, both ways), float32 subnormals (vcvtne2ps2bf16
+/// flushes them), values past float16's range (to infinity), and NaN in the rows' padding.
+template <class T>
+void check_float_b_read_as(const std::vector<shape>& shapes) {
+  INFO("A in ", dtype<T>(), ", B in float32");
+  thread_count_scope restore;
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal;
+  const auto special = [&]() -> float {
+    switch (rng() % 8) {
+      case 0: return std::bit_cast<float>(0x3F808000u);  // 1 + 2^-8: a bfloat16 tie, to 1
+      case 1: return std::bit_cast<float>(0x3F818000u);  // a bfloat16 tie, up to even
+      case 2: return std::bit_cast<float>(0x3F801000u);  // 1 + 2^-11: a float16 tie, to 1
+      case 3: return std::bit_cast<float>(0x00400001u) * (rng() % 2 ? 1.0f : -1.0f);  // subnormal
+      case 4: return 70000.0f;  // float16 infinity
+      default: return normal(rng);
+    }
+  };
+  for (const shape& sh : shapes) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool trans_a = (trans & 1) != 0, trans_b = (trans & 2) != 0;
+      INFO(describe(sh, trans_a, trans_b, {0.75f, 0.5f}));
+      operand<T> a(sh.m, sh.k, trans_a, 1);
+      operand<float> b(sh.k, sh.n, trans_b, 2);
+      a.fill([&] { return normal(rng); });
+      b.fill(special);
+      operand<T> rounded(sh.k, sh.n, trans_b, 2);
+      for (std::size_t i = 0; i < b.storage.size(); ++i) rounded.storage[i] = T(b.storage[i]);
+      output<float> c0(sh.m, sh.n, 1);
+      for (float& x : c0.storage) x = normal(rng);
+      for_each_target([&](const std::string&) {
+        enum path { amx, vdpbf16ps, highway };
+        for (const path p : {amx, vdpbf16ps, highway}) {
+          const bool runs = p == highway || (std::is_same_v<T, bfloat16> && (p == amx ? kernels::detail::amx_bf16_supported()
+                                                                                     : kernels::detail::native_bf16_supported()));
+          if (!runs) continue;
+          const std::string kernel = p == amx ? "AMX-BF16" : p == vdpbf16ps ? "vdpbf16ps" : "Highway";
+          INFO(kernel, " kernel where the target has it");
+          kernels::detail::set_amx_bf16_enabled(p == amx);
+          kernels::detail::set_native_bf16_enabled(p != highway);
+          for (std::size_t threads : {1, 2}) {
+            INFO(threads, " threads");
+            kernels::set_num_threads(threads);
+            output<float> from_float = c0, from_copy = c0;
+            run_gemm(a, b, from_float, {0.75f, 0.5f});
+            run_gemm(a, rounded, from_copy, {0.75f, 0.5f});
+            CHECK(same_bits(from_float.storage, from_copy.storage));
+          }
+        }
+        kernels::detail::set_amx_bf16_enabled(true);
+        kernels::detail::set_native_bf16_enabled(true);
+      });
+    }
+  }
+}
+
+TEST_CASE("a float B with a 16-bit A gives the bits of the GEMM on B rounded to A's dtype first") {
+  // Past kc and mc, the narrow kernel, a depth split, the MLP's and a convolution's shapes.
+  const std::vector<shape> shapes{{40, 70, 1100}, {64, 10, 300}, {150, 100, 64}, {9, 32, 8000},
+                                  {33, 70, 65},   {128, 256, 300}, {7, 13, 3}};
+  check_float_b_read_as<bfloat16>(shapes);
+  check_float_b_read_as<float16>(shapes);
+}
+
 TEST_CASE("bad leading dimensions throw, naming the value and its minimum, and leave C unchanged") {
   const std::vector<float> a(100, 1.0f), b(100, 1.0f);
   std::vector<float> c(100, 7.0f);

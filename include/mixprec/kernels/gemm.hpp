@@ -33,7 +33,9 @@ inline constexpr bool is_gemm_dtype_combination =
     (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16> &&
      (std::is_same_v<TC, float> || std::is_same_v<TC, bfloat16>)) ||
     (std::is_same_v<TA, float16> && std::is_same_v<TB, float16> &&
-     (std::is_same_v<TC, float> || std::is_same_v<TC, float16>));
+     (std::is_same_v<TC, float> || std::is_same_v<TC, float16>)) ||
+    ((std::is_same_v<TA, bfloat16> || std::is_same_v<TA, float16>) && std::is_same_v<TB, float> &&
+     std::is_same_v<TC, float>);
 
 inline void check_leading_dimension(const gemm_operand& operand) {
   if (operand.ld < operand.row_length) throw_leading_dimension_error(operand);
@@ -78,14 +80,19 @@ struct gemm_operands {
 /// beta == 0 means C is not read (NaN/garbage in C ignored), as in BLAS; so does k == 0 or
 /// alpha == 0 for A and B (C = beta * C).
 /// Supported (TA, TB, TC): (float, float, float), (bfloat16, bfloat16, float),
-/// (bfloat16, bfloat16, bfloat16), (float16, float16, float), (float16, float16, float16).
+/// (bfloat16, bfloat16, bfloat16), (float16, float16, float), (float16, float16, float16), and
+/// (bfloat16, float, float), (float16, float, float): a float B read in A's dtype, each element
+/// rounded to it (nearest even) as it is packed, which gives the bits of a GEMM on a rounded copy
+/// of B without the copy (how a layer multiplies by a float32 weight under a mixed policy, as
+/// Keras' autocast does, without keeping a 16-bit copy of the weight).
 /// A leading dimension shorter than its row throws std::invalid_argument, before anything is written.
 template <class TA, class TB, class TC>
 void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           const TA* a, std::size_t lda, const TB* b, std::size_t ldb, float beta, TC* c, std::size_t ldc) {
   static_assert(detail::is_gemm_dtype_combination<TA, TB, TC>,
                 "mixprec::kernels::gemm supports (A, B, C) dtypes (float, float, float), (bfloat16, bfloat16, float), "
-                "(bfloat16, bfloat16, bfloat16), (float16, float16, float) and (float16, float16, float16); "
+                "(bfloat16, bfloat16, bfloat16), (float16, float16, float), (float16, float16, float16), "
+                "(bfloat16, float, float) and (float16, float, float); "
                 "convert the operands with mixprec::kernels::convert first");
   if constexpr (detail::is_gemm_dtype_combination<TA, TB, TC>) {
     detail::gemm_operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);

@@ -23,8 +23,10 @@ namespace mixprec::kernels {
 MIXPREC_KERNELS_EXPORT(GemmF32);
 MIXPREC_KERNELS_EXPORT(GemmBF16ToF32);
 MIXPREC_KERNELS_EXPORT(GemmBF16ToBF16);
+MIXPREC_KERNELS_EXPORT(GemmBF16F32ToF32);
 MIXPREC_KERNELS_EXPORT(GemmF16ToF32);
 MIXPREC_KERNELS_EXPORT(GemmF16ToF16);
+MIXPREC_KERNELS_EXPORT(GemmF16F32ToF32);
 MIXPREC_KERNELS_EXPORT(GemmUsesNativeBF16);
 
 namespace detail {
@@ -59,11 +61,17 @@ MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<bfloat16, bfloat16,
 MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem) {
   MIXPREC_KERNELS_DISPATCH(GemmBF16ToBF16)(problem);
 }
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<bfloat16, float, float>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmBF16F32ToF32)(problem);
+}
 MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float16, float>& problem) {
   MIXPREC_KERNELS_DISPATCH(GemmF16ToF32)(problem);
 }
 MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float16, float16>& problem) {
   MIXPREC_KERNELS_DISPATCH(GemmF16ToF16)(problem);
+}
+MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float, float>& problem) {
+  MIXPREC_KERNELS_DISPATCH(GemmF16F32ToF32)(problem);
 }
 
 struct gemm_pool_setting {

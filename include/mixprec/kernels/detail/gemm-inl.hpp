@@ -45,31 +45,50 @@ namespace kd = mixprec::kernels::detail;
 using D = hn::ScalableTag<float>;
 constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 
-/// dst[i] = float(src[i]) for i < count, exactly; then zeros up to `width`.
-template <class T>
+/// Lanes(D()) elements of T read as As, the dtype the product takes them in, widened to float:
+/// exactly when T is As; a float rounded to a 16-bit As (nearest even, as cast<As>), when a
+/// float32 operand is multiplied as the other operand's 16-bit dtype (a weight under a mixed
+/// policy, packed without a 16-bit copy).
+template <class As, class T>
+HWY_INLINE hn::Vec<D> load_as(const T* p) {
+  if constexpr (std::is_same_v<T, As>) {
+    return load_as_f32(p);
+  } else {
+    static_assert(std::is_same_v<T, float>, "only a float operand is read as another dtype");
+    HWY_ALIGN As narrow[kMaxLanes];
+    store_as(hn::LoadU(D(), p), narrow);
+    return load_as_f32(narrow);
+  }
+}
+
+/// dst[i] = src[i] read as As (load_as) for i < count; then zeros up to `width`.
+template <class As, class T>
 void widen_padded(const T* src, std::size_t count, std::size_t width, float* dst) {
   for_each_block<kMaxLanes>(src, dst, count, hn::Lanes(D()),
-                            [](const T* in, float* out) { hn::StoreU(load_as_f32(in), D(), out); });
+                            [](const T* in, float* out) { hn::StoreU(load_as<As>(in), D(), out); });
   std::fill(dst + count, dst + width, 0.0f);
 }
 
 /// Packs `lanes` lanes of `depth` elements into panels of `width` lanes, as floats, zero-padded:
 /// dst[(panel * depth + p) * width + l] = element (panel * width + l, p), which is at
-/// src[lane * lane_stride + p * depth_stride]. One of the strides is 1 (the other is the leading
-/// dimension). Panels are written in order, row by row; `staging` holds width * depth floats.
-template <class T>
+/// src[lane * lane_stride + p * depth_stride], read as As (load_as). One of the strides is 1 (the
+/// other is the leading dimension). Panels are written in order, row by row; `staging` holds
+/// width * depth floats.
+template <class As, class T>
 HWY_INLINE void pack_panels(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                             std::size_t depth, std::size_t width, float* dst, float* staging) {
   for (std::size_t first = 0; first < lanes; first += width, dst += depth * width) {
     const T* panel = src + first * lane_stride;
     const std::size_t count = std::min(width, lanes - first);
     if (depth_stride != 1) {  // a depth element's lanes are contiguous: widen them row by row
-      for (std::size_t p = 0; p < depth; ++p) widen_padded(panel + p * depth_stride, count, width, dst + p * width);
+      for (std::size_t p = 0; p < depth; ++p)
+        widen_padded<As>(panel + p * depth_stride, count, width, dst + p * width);
       continue;
     }
     // Each lane is contiguous: read the panel's lanes side by side (a stream each; one lane after
     // the other would touch a new page per lane when the leading dimension is large). float and
-    // bfloat16 (a shift) are read in place, float16 is widened into `staging` first.
+    // bfloat16 (a shift) are read in place; float16, and a float read as a 16-bit dtype, are
+    // widened into `staging` first.
     const auto interleave = [&](const auto* lines, std::size_t line_stride, auto widen) {
       for (std::size_t p = 0; p < depth; ++p) {
         float* row = dst + p * width;
@@ -77,8 +96,9 @@ HWY_INLINE void pack_panels(const T* src, std::size_t lane_stride, std::size_t d
         std::fill(row + count, row + width, 0.0f);
       }
     };
-    if constexpr (std::is_same_v<T, float16>) {
-      for (std::size_t l = 0; l < count; ++l) widen_padded(panel + l * lane_stride, depth, depth, staging + l * depth);
+    if constexpr (std::is_same_v<T, float16> || !std::is_same_v<T, As>) {
+      for (std::size_t l = 0; l < count; ++l)
+        widen_padded<As>(panel + l * lane_stride, depth, depth, staging + l * depth);
       interleave(staging, depth, [](float x) { return x; });
     } else {
       interleave(panel, lane_stride, [](T x) {
@@ -117,7 +137,7 @@ void pack_narrow_panels(const T* src, std::size_t depth_stride, std::size_t lane
       span = src + first * depth_stride;
     } else {
       const std::size_t span_length = (rows - 1) * depth_stride + lanes;
-      widen_padded(src + first * depth_stride, span_length, span_length, staging);
+      widen_padded<T>(src + first * depth_stride, span_length, span_length, staging);
       span = staging;
     }
     for (std::size_t r = 0; r < rows; ++r) {
@@ -165,15 +185,15 @@ struct highway_packing {
       float* staging = workspace.staging.get<float>(narrow_staging_floats + lanes);
       return pack_narrow_panels<tile_rows>(src, depth_stride, lanes, depth, dst, staging);
     }
-    pack_b(src, lane_stride, depth_stride, lanes, depth, tile_rows, dst, workspace);  // B's general packing
+    pack_b<T>(src, lane_stride, depth_stride, lanes, depth, tile_rows, dst, workspace);  // B's general packing
   }
 
-  /// op(B) into panels of `width` (tile_columns()) columns.
-  template <class T>
+  /// op(B) into panels of `width` (tile_columns()) columns, read as As (load_as).
+  template <class As, class T>
   HWY_INLINE static void pack_b(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                                 std::size_t depth, std::size_t width, float* dst, kd::gemm_workspace& workspace) {
     float* staging = workspace.staging.get<float>(width * depth);
-    pack_panels(src, lane_stride, depth_stride, lanes, depth, width, dst, staging);
+    pack_panels<As>(src, lane_stride, depth_stride, lanes, depth, width, dst, staging);
   }
 };
 
@@ -264,8 +284,11 @@ struct native_bf16_kernel {
     kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_rows,
                                 kd::native_bf16::pairs_of(depth), dst);
   }
-  static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+  /// op(B) in bfloat16, or in float rounded to bfloat16 as it is packed.
+  template <class As, class T>
+  static void pack_b(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::size_t width, std::uint32_t* dst, kd::gemm_workspace&) {
+    static_assert(std::is_same_v<As, bfloat16>);
     kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, width, kd::native_bf16::pairs_of(depth),
                                 dst);
   }
@@ -312,8 +335,10 @@ struct amx_bf16_kernel {
     // A ragged tile's missing rows are read (and dropped): zeros.
     std::fill(dst + lanes * pairs, dst + kd::round_up(lanes, tile_rows) * pairs, 0u);
   }
-  static void pack_b(const bfloat16* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+  template <class As, class T>
+  static void pack_b(const T* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
                      std::size_t depth, std::size_t /*width: 32*/, std::uint32_t* dst, kd::gemm_workspace&) {
+    static_assert(std::is_same_v<As, bfloat16>);
     kd::native_bf16::pack_pairs(src, lane_stride, depth_stride, lanes, depth, tile_columns(), packed_depth(depth), dst);
   }
 
@@ -450,13 +475,16 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
       }
       for (std::size_t pc = 0; pc < problem.k; pc += kc) {
         const std::size_t depth = std::min(kc, problem.k - pc);
-        // Columns [first, first + count) of the block; op(B)(p, j) is B[p][j], or B[j][p] when transposed.
+        // Columns [first, first + count) of the block; op(B)(p, j) is B[p][j], or B[j][p] when
+        // transposed, read in A's dtype (a float B with a 16-bit A is rounded to it).
         const auto pack_b_columns = [&](std::size_t first, std::size_t count, packed_type* to) {
           const std::size_t j = jc + first;
           if (problem.trans_b) {
-            Kernel::pack_b(problem.b + j * problem.ldb + pc, problem.ldb, 1, count, depth, tile_columns, to, workspace);
+            Kernel::template pack_b<TA>(problem.b + j * problem.ldb + pc, problem.ldb, 1, count, depth, tile_columns, to,
+                                        workspace);
           } else {
-            Kernel::pack_b(problem.b + pc * problem.ldb + j, 1, problem.ldb, count, depth, tile_columns, to, workspace);
+            Kernel::template pack_b<TA>(problem.b + pc * problem.ldb + j, 1, problem.ldb, count, depth, tile_columns, to,
+                                        workspace);
           }
         };
         // B is packed whole before A's first block, or as the first block's multiplication goes.
@@ -603,7 +631,7 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
   if (problem.m == 0 || problem.n == 0) return;
   if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
 #if MIXPREC_KERNELS_GEMM_NATIVE_BF16
-  if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>) {
+  if constexpr (std::is_same_v<TA, bfloat16>) {  // B: bfloat16, or float rounded to it
 #ifdef MIXPREC_KERNELS_HAVE_AMX
     if (amx_bf16_usable()) return run_on_pool<amx_bf16_kernel>(problem);
 #endif
@@ -629,9 +657,13 @@ void GemmBF16ToBF16(const detail::gemm_problem<bfloat16, bfloat16, bfloat16>& pr
   gemm_kernels::run_gemm(problem);
 }
 template <class = void>
+void GemmBF16F32ToF32(const detail::gemm_problem<bfloat16, float, float>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
 void GemmF16ToF32(const detail::gemm_problem<float16, float16, float>& problem) { gemm_kernels::run_gemm(problem); }
 template <class = void>
 void GemmF16ToF16(const detail::gemm_problem<float16, float16, float16>& problem) { gemm_kernels::run_gemm(problem); }
+template <class = void>
+void GemmF16F32ToF32(const detail::gemm_problem<float16, float, float>& problem) { gemm_kernels::run_gemm(problem); }
 template <class = void>
 bool GemmUsesNativeBF16() { return gemm_kernels::native_bf16_usable(); }
 

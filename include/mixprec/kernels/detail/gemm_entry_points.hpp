@@ -17,7 +17,7 @@ class thread_pool;
 namespace detail {
 
 /// C = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X, or X transposed when trans_x.
-/// The leading dimensions are already checked.
+/// The leading dimensions are already checked. A float B with a 16-bit A is read in A's dtype.
 template <class TA, class TB, class TC>
 struct gemm_problem {
   bool trans_a;
@@ -58,8 +58,10 @@ struct gemm_operand {
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float, float, float>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, bfloat16, float>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, bfloat16, bfloat16>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, float, float>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float16>& problem);
+MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float, float>& problem);
 
 /// The pool the GEMM kernels split their work across (created on first use, replaced by
 /// kernels::set_num_threads; a running GEMM keeps the pool it started with).

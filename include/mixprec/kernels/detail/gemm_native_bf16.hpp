@@ -28,10 +28,12 @@
 #define MIXPREC_KERNELS_HAVE_NATIVE_BF16 1
 #include <immintrin.h>
 
-#define MIXPREC_KERNELS_NATIVE_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+// AVX-512 DQ for vfpclassps (the exact rounding below); every caller runs AVX3 code, whose CPU
+// check includes it.
+#define MIXPREC_KERNELS_NATIVE_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 #ifdef MIXPREC_KERNELS_HAVE_AMX
 #define MIXPREC_KERNELS_AMX_BF16_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 #endif
 
 namespace mixprec::kernels::detail::native_bf16 {
@@ -41,10 +43,41 @@ inline constexpr std::size_t tile_columns = 32;
 
 inline std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
 
+/// The bfloat16 encodings of 16 finite floats, rounded to nearest even on the integer bits: the top
+/// half of bits + 0x7FFF + (the top half's lowest bit).
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m256i round_top_halves(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i biased = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), odd);
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(biased, 16));
+}
+
+/// 32 floats (low: elements 0..15, high: 16..31) -> 32 bfloat16 encodings, as cast<bfloat16>.
+/// vcvtne2ps2bf16 rounds to nearest even whatever MXCSR says and turns a NaN into a quiet NaN with
+/// its sign and the payload's top bits, as cast<bfloat16> does; but it flushes float32 subnormal
+/// inputs to zero: those lanes are redone with the integer rounding of the scalar cast.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m512i round_32(__m512 low, __m512 high) {
+  const __m512i converted = (__m512i)_mm512_cvtne2ps_pbh(high, low);  // high goes to the upper half
+  constexpr int subnormal = 0x20;                                       // vfpclassps category
+  const __mmask16 low_subnormal = _mm512_fpclass_ps_mask(low, subnormal);
+  const __mmask16 high_subnormal = _mm512_fpclass_ps_mask(high, subnormal);
+  if (__builtin_expect(_kortestz_mask16_u8(low_subnormal, high_subnormal), 1)) return converted;
+  const __m512i exact = _mm512_inserti64x4(_mm512_castsi256_si512(round_top_halves(low)), round_top_halves(high), 1);
+  return _mm512_mask_mov_epi16(converted, _mm512_kunpackw(high_subnormal, low_subnormal), exact);
+}
+
 /// The first min(count, 32) 16-bit elements at p, zeros after them (nothing past them is read).
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m512i load_halves(const bfloat16* p, std::size_t count) {
   const __mmask32 mask = count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << count) - 1);
   return _mm512_maskz_loadu_epi16(mask, p);
+}
+/// The same from floats, each rounded to bfloat16 as cast<bfloat16> rounds it: a float32 operand
+/// read as bfloat16 (a weight under a mixed policy), packed without a bfloat16 copy.
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline __m512i load_halves(const float* p, std::size_t count) {
+  const std::uint32_t lanes = count >= 32 ? ~std::uint32_t{0} : (std::uint32_t{1} << count) - 1;
+  const __m512 low = _mm512_maskz_loadu_ps(_cvtu32_mask16(lanes & 0xFFFF), p);
+  const __m512 high = _mm512_maskz_loadu_ps(_cvtu32_mask16(lanes >> 16), p + 16);
+  return round_32(low, high);
 }
 
 /// Stores the first min(count, 16) 32-bit lanes of v at p.
@@ -82,14 +115,15 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void transpose_16x16(__m512i rows[16])
 /// pack_pairs where each lane's depth elements are contiguous (depth_stride == 1), so a pair is one
 /// 32-bit element: panel by panel, 16 lanes x 16 pairs are loaded (16 streams), transposed in
 /// registers and stored as 16 pair rows.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const bfloat16* src, std::size_t lane_stride,
+template <class T>
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_transposing(const T* src, std::size_t lane_stride,
                                                                       std::size_t lanes, std::size_t depth,
                                                                       std::size_t width, std::size_t panel_pairs,
                                                                       std::uint32_t* dst) {
   const std::size_t pairs = pairs_of(depth);
   for (std::size_t first = 0; first < lanes; first += width, dst += panel_pairs * width) {
     const std::size_t count = std::min(width, lanes - first);
-    const bfloat16* panel = src + first * lane_stride;
+    const T* panel = src + first * lane_stride;
     for (std::size_t group = 0; group < width; group += 16) {
       const std::size_t group_lanes = count > group ? std::min<std::size_t>(16, count - group) : 0;
       for (std::size_t q0 = 0; q0 < pairs; q0 += 16) {
@@ -122,7 +156,8 @@ alignas(64) inline constexpr std::uint16_t pair_interleave_high[32] = {16, 48, 1
 /// panel, so that the source is read in order (walking one panel down the depth would touch a
 /// new cache line, often a new page, per row: with AMX's padded panels it did, and packing op(B)
 /// took a third of a 256 x 1024 x 1024 product).
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfloat16* src, std::size_t depth_stride,
+template <class T>
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const T* src, std::size_t depth_stride,
                                                                        std::size_t lanes, std::size_t depth,
                                                                        std::size_t width, std::size_t panel_pairs,
                                                                        std::uint32_t* dst) {
@@ -131,7 +166,7 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfl
   const std::size_t pairs = pairs_of(depth);
   const std::size_t panel_size = panel_pairs * width;
   for (std::size_t q = 0; q < pairs; ++q) {
-    const bfloat16* low_row = src + 2 * q * depth_stride;
+    const T* low_row = src + 2 * q * depth_stride;
     const bool has_high = 2 * q + 1 < depth;  // an odd depth ends with a zero
     std::uint32_t* out_row = dst + q * width;
     for (std::size_t first = 0; first < lanes; first += width, out_row += panel_size) {
@@ -150,12 +185,14 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs_interleaving(const bfl
   }
 }
 
-/// Packs `lanes` lanes of `depth` bfloat16 into panels of `width` lanes, zero-padded, as pairs:
+/// Packs `lanes` lanes of `depth` bfloat16 (or floats, each rounded to bfloat16) into panels of
+/// `width` lanes, zero-padded, as pairs:
 /// dst[(panel * panel_pairs + q) * width + l] holds elements (panel * width + l, 2q) and
 /// (panel * width + l, 2q + 1); pairs from pairs_of(depth) to panel_pairs (AMX's whole steps) are
 /// zeros. Element (lane, p) is at src[lane * lane_stride + p * depth_stride]; one of the strides is
 /// 1 (the other is the leading dimension). Nothing outside the elements is read.
-MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, std::size_t lane_stride,
+template <class T>
+MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const T* src, std::size_t lane_stride,
                                                           std::size_t depth_stride, std::size_t lanes,
                                                           std::size_t depth, std::size_t width,
                                                           std::size_t panel_pairs, std::uint32_t* dst) {
@@ -168,12 +205,13 @@ MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void pack_pairs(const bfloat16* src, s
     std::memset(dst + pairs * width, 0, (panel_pairs - pairs) * width * sizeof(std::uint32_t));
 }
 
-/// The CPU has AVX-512 F/BW/VL and BF16. (Highway's AVX3 target, which the caller also requires,
+/// The CPU has AVX-512 F/BW/DQ/VL and BF16. (Highway's AVX3 target, which the caller also requires,
 /// checks that the OS saves the AVX-512 registers.)
 inline bool cpu_supports() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bf16");
 }
 
 MIXPREC_KERNELS_NATIVE_BF16_TARGET inline void update_vector(float* out, __m512 sums, const gemm_tile_update& update) {
