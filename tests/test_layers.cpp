@@ -259,11 +259,17 @@ TEST_CASE("AutoCastVariable assignments keep the true dtype's precision (1 + eps
   CHECK(rows.value()[0] == 1.0f);  // unchanged
 }
 
-TEST_CASE("reading a weight whose dtype is the compute dtype is a plain reference (zero cost)") {
+TEST_CASE("reading a weight: a plain reference in its own dtype, a tensor rounded on each read in another") {
   Variable<float, dynamic, 8> w("w", Tensor<float, dynamic, 8>(2));
   static_assert(std::is_same_v<decltype(w.compute_value()), const Tensor<float, dynamic, 8>&>);
   CHECK(&w.compute_value() == &w.value());
-  static_assert(sizeof(Variable<float, 4>) < sizeof(AutoCastVariable<float, bfloat16, 4>));
+  // No compute-dtype copy is kept (Keras casts on every read): an autocast variable is as large
+  // as a plain one, and its read is a new tensor that follows the true value.
+  static_assert(sizeof(Variable<float, 4>) == sizeof(AutoCastVariable<float, bfloat16, 4>));
+  AutoCastVariable<float, bfloat16, 4> v("v", Tensor<float, 4>({1.0f, 2.0f, 3.0f, 4.0f}));
+  static_assert(std::is_same_v<decltype(v.compute_value()), Tensor<bfloat16, 4>>);
+  v.values_to_update()[1] = 1.00390625f;  // 1 + 2^-8: a bfloat16 tie, to 1
+  CHECK(v.compute_value()[1].to_bits() == bfloat16(1.0f).to_bits());
 }
 
 TEST_CASE("initializers: glorot_uniform bounds and reproducibility, zeros, ones, constant") {

@@ -60,12 +60,12 @@ struct weight_spec {
   bool int8 = false;
 };
 
-/// A weight as a kind's math reads it: the true value, and (for an autocast weight) the value
-/// in the compute dtype; an int8 weight has only its int8 values.
-template <class V, class C>
+/// A weight as a kind's math reads it: its true value in the variable dtype V (no compute-dtype
+/// copy is kept: the products round a float32 weight to a 16-bit compute dtype as they pack it,
+/// math.hpp's product_weight); an int8 weight has only its int8 values.
+template <class V>
 struct weight_ref {
   std::span<const V> value;
-  std::span<const C> read;
   std::span<const std::int8_t> int8 = {};
 };
 
@@ -120,7 +120,7 @@ struct forward_args {
   typename Kind::state& state;
   call_shape shape;
   std::span<const C> x;
-  std::span<const weight_ref<V, C>> weights;
+  std::span<const weight_ref<V>> weights;
   /// The output; element-wise kinds accept y aliasing x exactly (in place).
   std::span<C> y;
   bool training;
@@ -144,7 +144,7 @@ struct backward_args {
   const typename Kind::template saved<C>& saved;
   std::span<const C> x;
   std::span<const C> y;
-  std::span<const weight_ref<V, C>> weights;
+  std::span<const weight_ref<V>> weights;
   std::span<C> dy;
   std::span<C> dx;
   std::span<const std::span<V>> weight_gradients;

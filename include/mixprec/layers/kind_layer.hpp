@@ -47,7 +47,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   using typename base::variable_dtype;
   using kind = Kind;
   using engine_type = detail::layer_engine<Kind, compute_dtype, variable_dtype>;
-  using weight_ref = detail::weight_ref<variable_dtype, compute_dtype>;
+  using weight_ref = detail::weight_ref<variable_dtype>;
 
   const typename Kind::settings& settings() const { return engine_.settings(); }
   /// Keras' layer.trainable: false freezes every weight of the layer (and runs a
@@ -157,7 +157,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   const engine_type& engine() const { return engine_; }
   std::vector<weight_ref> weight_refs() const {
     std::vector<weight_ref> refs;
-    this->for_each_weight([&](const auto& weight) { refs.push_back(detail::reference<variable_dtype, compute_dtype>(weight)); });
+    this->for_each_weight([&](const auto& weight) { refs.push_back(detail::reference<variable_dtype>(weight)); });
     return refs;
   }
   /// f(variable, index) for every weight.

@@ -56,9 +56,10 @@ class call_context {
   using compute_dtype = typename Policy::compute_dtype;
 
   /// A weight as the call sees it: in the compute dtype (or its own dtype for a weight added
-  /// with no_autocast). A reference: nothing is converted here.
+  /// with no_autocast). A reference when it is stored in that dtype; else a tensor rounded from
+  /// its value on each read, as Keras' AutoCastVariable does.
   template <class V, class C, std::size_t... E>
-  const Tensor<C, E...>& read(const AutoCastVariable<V, C, E...>& weight) const {
+  decltype(auto) read(const AutoCastVariable<V, C, E...>& weight) const {
     return weight.compute_value();
   }
 

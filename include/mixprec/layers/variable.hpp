@@ -7,8 +7,10 @@
 // Variable<T, E...>: a weight read in the dtype it is stored in (AutoCastVariable<T, T, E...>);
 //   reading it is a plain reference: no copy, no conversion.
 //
-// The compute-dtype copy is refreshed on every assignment, so reads are const, cheap and safe
-// from several threads at once (at the cost of keeping both copies when the dtypes differ).
+// No compute-dtype copy is kept: as in Keras, a read in C rounds the true value then
+// (compute_value() returns a new tensor), and the built-in layers' products round a float32
+// weight to a 16-bit C as the GEMM packs it, which gives the same bits with no copy at all. A
+// mixed-precision model holds its weights once, in float32.
 #pragma once
 
 #include <cstddef>
@@ -55,7 +57,6 @@ class AutoCastVariable {
     if (size != value_.size())
       throw std::invalid_argument("Variable '" + mixprec::detail::quote_for_message(name_) + "': a shape of " + std::to_string(size) + " elements for " +
                                   std::to_string(value_.size()) + " values.");
-    refresh();
   }
 
   const std::string& name() const { return name_; }
@@ -65,10 +66,10 @@ class AutoCastVariable {
   /// The true value, in the variable dtype.
   const value_type& value() const { return value_; }
   /// The value in the compute dtype: what the layer's call reads. The same object as value()
-  /// when the dtypes are equal.
-  const Tensor<C, E...>& compute_value() const {
-    if constexpr (casts) return compute_value_;
-    else return value_;
+  /// (a reference) when the dtypes are equal; else a tensor rounded from it on every call.
+  decltype(auto) compute_value() const {
+    if constexpr (casts) return tensor_cast<C>(value_);
+    else return (value_);
   }
 
   /// Converts to the true dtype (one rounding). Sizes must match (batch extent included).
@@ -76,7 +77,6 @@ class AutoCastVariable {
   void assign(const Tensor<U, E...>& new_value) {
     check_size(new_value.size(), "assign");
     kernels::convert<U, V>(new_value.values(), value_.values());
-    refresh();
   }
   /// value += delta, value -= delta: the delta is rounded to the true dtype, then added in it.
   template <class U>
@@ -86,7 +86,6 @@ class AutoCastVariable {
   /// Every element set to `value`, rounded once to the true dtype.
   void fill(double value) {
     for (auto& v : value_.values()) v = cast<V>(value);
-    refresh();
   }
   /// The weight's regularization loss, computed in its true dtype (0 without a regularizer).
   V regularization_loss() const { return regularizer_ ? regularizer_(value_.values()) : cast<V>(0); }
@@ -100,32 +99,18 @@ class AutoCastVariable {
     };
   }
 
-  /// The true values, for an optimizer to update in place; call updated() after writing them.
+  /// The true values, for an optimizer to update in place.
   std::span<V> values_to_update() { return value_.values(); }
-  /// Refreshes the compute-dtype copy after values_to_update() was written.
-  void updated() { refresh(); }
   /// Replaces every value (a non-trainable weight's update); sizes must match.
   void assign_values(std::span<const V> values) {
     check_size(values.size(), "assign");
     std::copy(values.begin(), values.end(), value_.values().begin());
-    refresh();
   }
 
   /// Replaces the value outright (loading weights); the caller has checked the shape.
-  void reset(value_type value) {
-    value_ = std::move(value);
-    refresh();
-  }
+  void reset(value_type value) { value_ = std::move(value); }
 
  private:
-  /// Re-rounds the compute-dtype copy, in place when it has the value's size (every training
-  /// step: no allocation, and the copy's buffer stays where it was).
-  void refresh() {
-    if constexpr (casts) {
-      if (compute_value_.size() == value_.size()) kernels::convert<V, C>(value_.values(), compute_value_.values());
-      else compute_value_ = tensor_cast<C>(value_);
-    }
-  }
   void check_size(std::size_t size, const char* what) const {
     if (size != value_.size())
       throw std::invalid_argument("Variable '" + mixprec::detail::quote_for_message(name_) + "': " + what + " with " + std::to_string(size) +
@@ -139,16 +124,13 @@ class AutoCastVariable {
       const V d = cast<V>(delta[i]);
       values[i] = sign > 0 ? V(values[i] + d) : V(values[i] - d);
     }
-    refresh();
   }
 
-  struct no_copy {};
   std::string name_;
   value_type value_;
   std::vector<std::size_t> shape_;
   bool trainable_ = true;
   std::function<V(std::span<const V>)> regularizer_;
-  [[no_unique_address]] std::conditional_t<casts, Tensor<C, E...>, no_copy> compute_value_;
 };
 
 template <class T, std::size_t... E>

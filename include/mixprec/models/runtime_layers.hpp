@@ -236,9 +236,9 @@ class runtime_layer_variables : public RuntimeLayer {
   void assign(const std::vector<weight_update<V>>& updates) {
     for (const auto& update : updates) std::get<variable>(variables_[update.weight]).assign_values(std::span<const V>(update.value));
   }
-  std::vector<weight_ref<V, C>> refs() const {
-    std::vector<weight_ref<V, C>> result;
-    for (const auto& v : variables_) std::visit([&](const auto& each) { result.push_back(reference<V, C>(each)); }, v);
+  std::vector<weight_ref<V>> refs() const {
+    std::vector<weight_ref<V>> result;
+    for (const auto& v : variables_) std::visit([&](const auto& each) { result.push_back(reference<V>(each)); }, v);
     return result;
   }
   template <class F>

@@ -27,7 +27,7 @@ using int8_source_t = std::conditional_t<std::is_same_v<V, double>, double, floa
 /// A kernel's scales, as float (the dtype quantize_rows gives them in).
 template <class V>
 std::span<const float> scales_as_float(std::span<const V> scales) {
-  return widened<float>(scales);
+  return converted<float>(scales);
 }
 
 /// y[rows x units] = act(dequantize(quantize_rows(x) kernel) + bias); kernel is [in x units] int8,

@@ -55,16 +55,16 @@ W make_variable(const weight_spec& spec, weight_values<V> values) {
   else return make_variable<W>(spec, std::move(values.values));
 }
 
-/// The weight_ref of a variable: its true value, and its compute-dtype value when it reads in C.
-template <class V, class C, class R, std::size_t... E>
-weight_ref<V, C> reference(const AutoCastVariable<V, R, E...>& variable) {
-  if constexpr (std::is_same_v<R, C>) return {variable.value().values(), variable.compute_value().values()};
-  else return {variable.value().values(), {}};
+/// The weight_ref of a variable: its true value (a kind reads it in C through math.hpp's
+/// product_weight or converted).
+template <class V, class R, std::size_t... E>
+weight_ref<V> reference(const AutoCastVariable<V, R, E...>& variable) {
+  return {variable.value().values()};
 }
 /// An int8 weight's: its int8 values only.
-template <class V, class C, std::size_t... E>
-weight_ref<V, C> reference(const AutoCastVariable<std::int8_t, std::int8_t, E...>& variable) {
-  return {{}, {}, variable.value().values()};
+template <class V, std::size_t... E>
+weight_ref<V> reference(const AutoCastVariable<std::int8_t, std::int8_t, E...>& variable) {
+  return {{}, variable.value().values()};
 }
 
 /// The state of a layer of kind Kind named `layer_name` (a kind may seed it from the name).
@@ -277,7 +277,7 @@ class layer_engine : public kind_engine<Kind> {
 
  public:
   using typename base::settings_type;
-  using ref = weight_ref<V, C>;
+  using ref = weight_ref<V>;
 
   /// Activations are counted at sizeof(C) bytes an element, 16-bit ones at 4 (widened to float32
   /// for some work).
@@ -429,14 +429,13 @@ void collect_gradients(Engine& engine, ForEachWeight&& for_each_weight, std::vec
   });
 }
 
-/// Ends a training step that succeeded: the trained variables' compute copies refreshed, the
-/// non-trainable weights' new values (moving statistics) assigned, the generator advanced.
+/// Ends a training step that succeeded: the non-trainable weights' new values (moving
+/// statistics) assigned, the generator advanced.
 template <class Engine, class ForEachWeight>
 void finish_step(Engine& engine, ForEachWeight&& for_each_weight) {
   const auto& updates = engine.commit();
   for_each_weight([&](auto& variable, std::size_t i) {
     using V = typename std::remove_cvref_t<decltype(variable)>::true_dtype;
-    if (engine.trains(i)) variable.updated();
     if constexpr (FloatingDType<V>)  // updates are for float weights (moving statistics)
       for (const auto& update : updates)
         if (update.weight == i) variable.assign_values(std::span<const V>(update.value));

@@ -31,10 +31,10 @@
 
 namespace mixprec::detail {
 
-/// `values` in S: the span itself when the dtypes agree, else converted (16-bit to float is
-/// exact) into scratch memory of the caller's scratch_scope. (T: C or const C.)
+/// `values` in S: the span itself when the dtypes agree, else converted (rounded once to nearest
+/// even; exact when S is wider) into scratch memory of the caller's scratch_scope. (T: C or const C.)
 template <class S, class T>
-std::span<const S> widened(std::span<T> values) {
+std::span<const S> converted(std::span<T> values) {
   using C = std::remove_const_t<T>;
   if constexpr (std::is_same_v<C, S>) {
     return values;
@@ -44,6 +44,23 @@ std::span<const S> widened(std::span<T> values) {
     return out;
   }
 }
+/// The dtype a product computing in C reads a weight stored in V in: V itself when the GEMM
+/// multiplies it as C directly (V is C; or V is float32 and C 16-bit: the GEMM rounds each element
+/// to C as it packs it, which gives the bits of a rounded copy), else C.
+template <class C, class V>
+using product_weight_t =
+    std::conditional_t<std::is_same_v<C, V> ||
+                           (std::is_same_v<V, float> && (std::is_same_v<C, bfloat16> || std::is_same_v<C, float16>)),
+                       V, C>;
+/// A weight as a product computing in C reads it: as stored (product_weight_t), else rounded to C
+/// into scratch memory of the caller's scope. So a layer keeps no compute-dtype copy of its
+/// weights: Keras' autocast rounds a weight on every read too.
+template <class C, class V>
+std::span<const product_weight_t<C, V>> product_weight(std::span<const V> weight) {
+  if constexpr (std::is_same_v<product_weight_t<C, V>, V>) return weight;
+  else return converted<C>(weight);
+}
+
 /// Calls task(i) once for every i in [0, tasks) on the kernels' thread pool (the threads of
 /// kernels::set_num_threads), the calling thread included. With two or more tasks, a GEMM a task
 /// runs goes on that task's thread alone (the pool is busy); a single task runs inline and its
@@ -115,8 +132,9 @@ inline Eigen::Map<row_major> matrix(std::span<double> values, std::size_t rows, 
 /// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
 /// With `pre_activation` (training, an activation other than linear and softmax), also
 /// pre_activation = x * kernel + bias rounded to C, which the activation's gradient reads.
-template <ComputeDType C>
-void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
+/// The kernel is in C, or in product_weight_t's float32 (read as C); K may be const.
+template <ComputeDType C, class K = const C>
+void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<K> kernel,
                    std::span<const C> bias, std::size_t units, kernels::activation kind, std::span<C> y,
                    std::span<C> pre_activation = {}) {
   if constexpr (std::is_same_v<C, double>) {
@@ -151,9 +169,9 @@ void store_gradient(std::span<const A> gradient, std::span<V> out) {
 }
 
 /// products[rows x in] = dz kernel^T, in the accumulator dtype: the input gradient of a product
-/// before its rounding to C.
-template <ComputeDType C>
-void input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in, std::span<const C> kernel,
+/// before its rounding to C. The kernel as in dense_forward.
+template <ComputeDType C, class K = const C>
+void input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in, std::span<K> kernel,
                              std::size_t units, std::span<accumulator_t<C>> products) {
   if constexpr (std::is_same_v<C, double>) {
     matrix(products, rows, in).noalias() = matrix(dz, rows, units) * matrix(kernel, in, units).transpose();
@@ -163,19 +181,20 @@ void input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_
   }
 }
 /// The same in scratch memory of the caller's scope (Conv2D sums the products over windows first).
-template <ComputeDType C>
+template <ComputeDType C, class K = const C>
 std::span<const accumulator_t<C>> input_gradient_products(std::span<const C> dz, std::size_t rows, std::size_t in,
-                                                          std::span<const C> kernel, std::size_t units) {
+                                                          std::span<K> kernel, std::size_t units) {
   const std::span<accumulator_t<C>> products = scratch_buffer<accumulator_t<C>>(rows * in);
-  input_gradient_products<C>(dz, rows, in, kernel, units, products);
+  input_gradient_products<C, K>(dz, rows, in, kernel, units, products);
   return products;
 }
 
 /// The backward pass of y = dz-producing product z = x * kernel + bias, given dz:
 ///   kernel_gradient[in x units] = x^T dz,  bias_gradient = column sums of dz (both in V;
-///   either may be empty: a frozen weight), dx[rows x in] = dz kernel^T (in C; empty: not wanted).
-template <ComputeDType C, class V>
-void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<const C> kernel,
+///   either may be empty: a frozen weight), dx[rows x in] = dz kernel^T (in C; empty: not wanted;
+///   the kernel as in dense_forward).
+template <ComputeDType C, class V, class K = const C>
+void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<K> kernel,
                     std::size_t units, std::span<const C> dz, std::span<V> kernel_gradient, std::span<V> bias_gradient,
                     std::span<C> dx) {
   using A = accumulator_t<C>;
@@ -204,8 +223,8 @@ void dense_backward(std::span<const C> x, std::size_t rows, std::size_t in, std:
   }
   if (dx.empty()) return;
   const scratch_scope scope;
-  if constexpr (std::is_same_v<A, C>) input_gradient_products<C>(dz, rows, in, kernel, units, dx);  // straight into dx
-  else store_gradient<C, A>(input_gradient_products<C>(dz, rows, in, kernel, units), dx);
+  if constexpr (std::is_same_v<A, C>) input_gradient_products<C, K>(dz, rows, in, kernel, units, dx);  // straight into dx
+  else store_gradient<C, A>(input_gradient_products<C, K>(dz, rows, in, kernel, units), dx);
 }
 
 }  // namespace mixprec::detail

@@ -82,7 +82,7 @@ struct batch_normalization {
   static void forward(const detail::forward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = detail::widened<S>(a.x);
+    const std::span<const S> x = detail::converted<S>(a.x);
     std::vector<S> mean(channels), variance(channels);
     if (a.training && a.trainable) {
       if (x.empty()) throw std::invalid_argument("BatchNormalization: training needs a non-empty batch.");
@@ -133,8 +133,8 @@ struct batch_normalization {
   static void backward(const detail::backward_args<batch_normalization, C, V>& a) {
     using S = statistics_t<C, V>;
     const std::size_t channels = a.shape.last();
-    const std::span<const S> x = detail::widened<S>(a.x);
-    const std::span<const S> dy = detail::widened<S>(a.dy);
+    const std::span<const S> x = detail::converted<S>(a.x);
+    const std::span<const S> dy = detail::converted<S>(a.dy);
     std::vector<S> mean(channels), inverse_deviation(channels);
     for (std::size_t c = 0; c < channels; ++c) {
       mean[c] = static_cast<S>(a.saved.mean[c]);

@@ -114,12 +114,13 @@ struct conv2d {
       a.saved->pre_activation.resize(a.y.size());
       pre_activation = a.saved->pre_activation;
     }
-    const std::span<const C> bias = dense::bias(a.settings.use_bias, a.weights);
+    const std::span<const C> bias = dense::bias<C>(a.settings.use_bias, a.weights);
+    const auto kernel = detail::product_weight<C>(a.weights[0].value);
     detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
       const detail::batch_chunk part(g, a.settings.filters, split, chunk);
       const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * g.patch());
       detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
-      detail::dense_forward<C>(columns, part.pixels(), g.patch(), a.weights[0].read, bias, a.settings.filters,
+      detail::dense_forward<C>(columns, part.pixels(), g.patch(), kernel, bias, a.settings.filters,
                                a.settings.activation, part.outputs(a.y), part.outputs(pre_activation));
     });
   }
@@ -144,6 +145,7 @@ struct conv2d {
     // Per slice: the kernel gradient's partial, then the bias gradient's.
     const std::size_t partial_size = patch * units + units;
     const std::span<A> partials = detail::scratch_buffer<A>(split.slices * partial_size);
+    const auto kernel = detail::product_weight<C>(a.weights[0].value);
     detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
       const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
       const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);
@@ -168,7 +170,7 @@ struct conv2d {
           if constexpr (std::is_same_v<A, C>) return dx;
           else return detail::scratch_buffer<A>(dx.size());
         }();
-        detail::col2im<A>(detail::input_gradient_products<C>(dz, part.pixels(), patch, a.weights[0].read, units),
+        detail::col2im<A>(detail::input_gradient_products<C>(dz, part.pixels(), patch, kernel, units),
                           part.geometry, sums);
         detail::store_gradient<C, A>(sums, dx);
       }

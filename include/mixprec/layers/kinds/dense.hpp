@@ -106,7 +106,7 @@ struct dense {
       a.saved->pre_activation.resize(a.y.size());
       pre_activation = a.saved->pre_activation;
     }
-    const std::span<const C> bias_values = bias(a.settings.use_bias, a.weights);
+    const std::span<const C> bias_values = bias<C>(a.settings.use_bias, a.weights);
     if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
       if (a.settings.quantization == quantization_mode::int8)
         return detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
@@ -117,8 +117,8 @@ struct dense {
       if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
     }
     check_float(a.settings);
-    detail::dense_forward<C>(a.x, a.x.size() / in, in, a.weights[0].read, bias_values, a.settings.units,
-                             a.settings.activation, a.y, pre_activation);
+    detail::dense_forward<C>(a.x, a.x.size() / in, in, detail::product_weight<C>(a.weights[0].value), bias_values,
+                             a.settings.units, a.settings.activation, a.y, pre_activation);
   }
 
   /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
@@ -146,14 +146,15 @@ struct dense {
         if (a.training)  // a frozen layer's scales stay (Keras: its variables are not trained)
           detail::update_delayed_scaling<V>(a.weights[first + 4].value, a.weights[first + 5].value, amax,
                                             detail::float8_max<float8_e5m2>, first + 4, a.updates);
-        detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in, a.saved.float8_kernel, units,
-                                     dz_float8, a.weight_gradients[0], {}, a.dx);
+        detail::dense_backward<C, V>(a.saved.float8_inputs, a.x.size() / in, in,
+                                     std::span<const C>(a.saved.float8_kernel), units, dz_float8,
+                                     a.weight_gradients[0], {}, a.dx);
         return detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
       }
     }
     check_float(a.settings);
-    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, a.weights[0].read, units, dz, a.weight_gradients[0],
-                                 bias_gradient, a.dx);
+    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, detail::product_weight<C>(a.weights[0].value), units, dz,
+                                 a.weight_gradients[0], bias_gradient, a.dx);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -177,7 +178,7 @@ struct dense {
   template <class C, class V>
   static void float8_forward(const detail::forward_args<dense, C, V>& a, std::span<C> pre_activation) {
     const std::size_t in = a.shape.last(), first = float8_first_scale(a.settings);
-    const std::span<const C> kernel = a.weights[0].read;
+    const std::span<const C> kernel = detail::converted<C>(a.weights[0].value);
     const auto buffer = [&](value_buffer<C>* kept, std::size_t n) {
       if (!kept) return detail::scratch_buffer<C>(n);
       kept->resize(n);
@@ -187,7 +188,7 @@ struct dense {
     const std::span<C> weights = buffer(a.saved ? &a.saved->float8_kernel : nullptr, kernel.size());
     const float inputs_amax = detail::quantize_dequantize_with<float8_e4m3fn>(a.x, a.weights[first].value, inputs);
     const float kernel_amax = detail::quantize_dequantize_with<float8_e4m3fn>(kernel, a.weights[first + 2].value, weights);
-    detail::dense_forward<C>(inputs, a.x.size() / in, in, weights, bias(a.settings.use_bias, a.weights), a.settings.units,
+    detail::dense_forward<C>(inputs, a.x.size() / in, in, weights, bias<C>(a.settings.use_bias, a.weights), a.settings.units,
                              a.settings.activation, a.y, pre_activation);
     if (a.saved && a.trainable) {  // Keras updates the scales in training steps of a trained layer only
       constexpr float e4m3_max = detail::float8_max<float8_e4m3fn>;
@@ -212,9 +213,11 @@ struct dense {
     return kind != kernels::activation::linear && kind != kernels::activation::relu &&
            kind != kernels::activation::softmax;
   }
+  /// The bias in C (rounded into scratch memory of the caller's scope when V is not C); empty
+  /// without one.
   template <class C, class V>
-  static std::span<const C> bias(bool use_bias, std::span<const detail::weight_ref<V, C>> weights) {
-    return use_bias ? weights[1].read : std::span<const C>();
+  static std::span<const C> bias(bool use_bias, std::span<const detail::weight_ref<V>> weights) {
+    return use_bias ? detail::converted<C>(weights[1].value) : std::span<const C>();
   }
   /// dz = dy act'(z), written over dy (the backward pass owns it: kind.hpp's backward_args).
   template <class C>
