@@ -271,12 +271,13 @@ struct conv2d_case {
   static model<P> make() { return {}; }
 };
 
-template <class Pool>
+/// Conv2D -> Pool: tanh, not relu, before the pooling (no ties among zeros); linear makes the
+/// Conv2D lend its output, over which the pooling's backward writes its pre-activation gradient.
+template <class Pool, class ConvActivation = activations::tanh>
 struct pooling_case {
   static constexpr std::size_t rows = 3;
-  // tanh, not relu, before the pooling: no ties among zeros.
   template <class P>
-  using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, activations::tanh>, Pool, Flatten<>, Dense<3>>;
+  using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, ConvActivation>, Pool, Flatten<>, Dense<3>>;
   template <class P>
   static model<P> make() { return {}; }
 };
@@ -697,6 +698,8 @@ void for_each_layer_case(F&& f) {
   f.template operator()<pooling_case<MaxPooling2D<3, 3, strides<2>>>>(mse);
   f.template operator()<pooling_case<MaxPooling2D<3, 3, strides<1>, padding::same>>>(sparse_logits);
   f.template operator()<pooling_case<MaxPooling2D<2, 2, strides<1>>>>(mse);
+  f.template operator()<pooling_case<MaxPooling2D<2>, activations::linear>>(sparse_logits);
+  f.template operator()<pooling_case<MaxPooling2D<3, 3, strides<1>, padding::same>, activations::linear>>(mse);
   f.template operator()<batch_normalization_dense>(mse);
   f.template operator()<batch_normalization_conv>(sparse_logits);
   f.template operator()<dropout_case>(sparse_logits);

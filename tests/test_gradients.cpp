@@ -31,6 +31,7 @@ TEST_CASE("float64: every loss's gradients against central finite differences") 
 TEST_CASE_TEMPLATE("Sequential and RuntimeModel compute the same gradients", P, policies::float64, policies::float32,
                    policies::mixed_bfloat16, policies::mixed_float16, policies::bfloat16, policies::float16) {
   check_runtime_model<pooling_case<MaxPooling2D<2>>, P>(sparse_logits, 21);
+  check_runtime_model<pooling_case<MaxPooling2D<2>, activations::linear>, P>(mse, 26);
   check_runtime_model<dropout_case, P>(mse, 22);
   check_runtime_model<regularized, P>(mse, 23);
   check_runtime_model<batch_normalization_conv, P>(sparse_logits, 24);
@@ -39,9 +40,10 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel compute the same gradients", P, 
 
 TEST_CASE_TEMPLATE("Conv2D and MaxPooling2D over many chunks of samples: the same gradients on 1, 2 and 3 threads", P,
                    policies::float64, policies::float32, policies::mixed_bfloat16, policies::mixed_float16) {
-  // Both kinds in several chunks (chunked_conv_case), max pooling between them and after.
+  // Both kinds in several chunks (chunked_conv_case), max pooling between them (on its own) and
+  // after (over the output the relu Conv2D lends it).
   using Model = Sequential<P, Input<28, 28, 2>, Conv2D<4, 3, 3, activations::tanh>, MaxPooling2D<2>,
-                           Conv2D<3, 3, 3, activations::sigmoid, padding::same>, MaxPooling2D<3, 3, strides<2>>,
+                           Conv2D<3, 3, 3, activations::relu, padding::same>, MaxPooling2D<3, 3, strides<2>>,
                            Flatten<>, Dense<3>>;
   Model model;
   randomize(model, 41);

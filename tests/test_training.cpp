@@ -85,6 +85,48 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel train to the same bits", P, poli
   CHECK(compiled.test_on_batch(x, y) == runtime.test_on_batch(x_any, y_any));
 }
 
+TEST_CASE_TEMPLATE("max pooling over a lent output: the bits of the layers' separate backward passes", P,
+                   policies::float32, policies::mixed_bfloat16, policies::mixed_float16, policies::float64) {
+  // Conv2D (relu) -> MaxPooling2D and Conv2D (linear) -> MaxPooling2D with overlapping windows:
+  // each pooling writes the convolution's pre-activation gradient over the output the
+  // convolution lends; so does a Dense over a relu and a linear Dense under a 16-bit compute
+  // dtype. An Activation("linear") in between lends nothing, so there each layer's backward pass
+  // runs on its own, with an input gradient buffer of its own.
+  using relu = activations::relu;
+  using linear = activations::linear;
+  using lending =
+      Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, MaxPooling2D<2>, Conv2D<4, 2, 2, linear>,
+                 MaxPooling2D<2, 2, strides<1>>, Flatten<>, Dense<8, relu>, Dense<6>, Dense<3>>;
+  using separate = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, Activation<linear>,
+                              MaxPooling2D<2>, Conv2D<4, 2, 2, linear>, Activation<linear>,
+                              MaxPooling2D<2, 2, strides<1>>, Flatten<>, Dense<8, relu>, Activation<linear>, Dense<6>,
+                              Activation<linear>, Dense<3>>;
+  lending fused(Conv2D<6, 3, 3, relu, padding::same>("conv_1"), MaxPooling2D<2>("pool_1"),
+                Conv2D<4, 2, 2, linear>("conv_2"), MaxPooling2D<2, 2, strides<1>>("pool_2"), Flatten<>("flatten"),
+                Dense<8, relu>("hidden_1"), Dense<6>("hidden_2"), Dense<3>("logits"));
+  separate apart(Conv2D<6, 3, 3, relu, padding::same>("conv_1"), Activation<linear>("identity_1"),
+                 MaxPooling2D<2>("pool_1"), Conv2D<4, 2, 2, linear>("conv_2"), Activation<linear>("identity_2"),
+                 MaxPooling2D<2, 2, strides<1>>("pool_2"), Flatten<>("flatten"), Dense<8, relu>("hidden_1"),
+                 Activation<linear>("identity_3"), Dense<6>("hidden_2"), Activation<linear>("identity_4"),
+                 Dense<3>("logits"));
+  RuntimeModel runtime = RuntimeModel::from_config(fused.get_config());
+  copy_weights(fused, apart);
+  copy_weights(fused, runtime);
+  fused.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  apart.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  runtime.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  const task t = make_task(16, 8 * 8 * 2, 3, 13);
+  const auto x = tensor_of<float, dynamic, 8, 8, 2>(t.x);
+  const Tensor<std::int32_t, dynamic> y(t.labels);
+  for (int step = 0; step < 3; ++step) {
+    const Logs a = fused.train_on_batch(x, y);
+    CHECK(a == apart.train_on_batch(x, y));
+    CHECK(a == runtime.train_on_batch(AnyTensor(x), AnyTensor(y)));
+  }
+  CHECK(weight_bytes(fused) == weight_bytes(apart));
+  CHECK(weight_bytes(fused) == weight_bytes(runtime));
+}
+
 TEST_CASE_TEMPLATE("an MLP learns a synthetic task under every policy", P, policies::float32, policies::mixed_bfloat16,
                    policies::mixed_float16, policies::float64) {
   using model_type = Sequential<P, Input<10>, Dense<32, activations::relu>, Dense<3>>;

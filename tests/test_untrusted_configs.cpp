@@ -166,14 +166,15 @@ TEST_CASE("parameter and allocation caps: checked before allocating, at build an
                    "cap of 1048576 bytes (size_limits::max_allocation_bytes; raise it with mixprec::set_size_limits).");
   CHECK(error_of([&] { model.training_call(ones({1000, 4})); }) == too_big);
   CHECK(model(ones({2, 4})).extents() == std::vector<std::size_t>{2, 1000});
-  // Conv2D's im2col columns (kh kw channels per output pixel) are the largest workspace, held a
-  // chunk of samples at a time (here one sample: 16*16*81*8 floats), whatever the batch.
+  // Conv2D's im2col columns (kh kw channels per output pixel) and output are the largest
+  // workspace, held a chunk of samples at a time (here one sample: 16*16*(81*8 + 1) floats),
+  // whatever the batch.
   RuntimeModel conv({16, 16, 8}, {layer_configs::conv2d(1, 9, 9, "linear", "same")});
   CHECK(error_of([&] { conv(ones({1, 16, 16, 8})); }) == "no error");
   CHECK(error_of([&] { conv(ones({3, 16, 16, 8})); }) == "no error");
   // One sample's columns over the cap: refused when the model is built.
   CHECK(contains(error_of([&] { RuntimeModel({16, 16, 16}, {layer_configs::conv2d(1, 9, 9, "linear", "same")}); }),
-                 "the workspace of one sample takes 331776 elements x 4 bytes, over the allocation cap"));
+                 "the workspace of one sample takes 332032 elements x 4 bytes, over the allocation cap"));
   // The compile-time Sequential's calls too.
   Sequential<policies::float32, Input<4>, Dense<1000>> compiled;
   CHECK(compiled(Tensor<float, dynamic, 4>(8)).batch() == 8);

@@ -153,6 +153,19 @@ struct backward_args {
   /// New values of non-trainable weights the backward pass gives (a float8 Dense's output
   /// gradient scale), applied with the forward pass's when the step succeeds.
   std::vector<weight_update<V>>& updates;
+  /// dy is already the gradient of the pre-activation: the layer above wrote it over this
+  /// layer's lent output (lent_output), its activation's gradient applied. y is not to be read.
+  bool dy_is_pre_activation_gradient = false;
+};
+
+/// A layer's output lent to the backward pass of the layer above, which writes over it the
+/// gradient of this layer's pre-activation (MaxPooling2D above a Conv2D): so that gradient
+/// needs no buffer of its own as large as the output. `activation` is the lending layer's, one
+/// whose gradient reads the output only (Dense's and Conv2D's lendable_activation).
+template <class C>
+struct lent_output {
+  std::span<C> values;
+  kernels::activation activation;
 };
 
 /// The Keras config entries of a regularizer slot (null when none).

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -58,6 +59,11 @@ using any_span = std::variant<std::span<const float16>, std::span<const bfloat16
 /// An activation gradient in one of those dtypes, which the backward pass that receives it may
 /// overwrite.
 using any_gradient = std::variant<std::span<float16>, std::span<bfloat16>, std::span<float>, std::span<double>>;
+/// A layer's output lent to the backward pass of the layer above (layer_engine::lend_output).
+struct any_lent_output {
+  any_gradient values;
+  kernels::activation activation;
+};
 
 /// Values a training step passes to a layer computing in C, in C: themselves, or converted into
 /// `buffer` by the convert kernel (the bits of a typed cast). Compiled once per C, so that no
@@ -138,7 +144,15 @@ class RuntimeLayer {
 
   // A training step (see layer_engine.hpp): forward, recording; backward; the gradients; the end.
   virtual detail::any_span forward_for_training(std::size_t batch, detail::any_span x) = 0;
-  virtual detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale) = 0;
+  /// dy_is_pre_activation_gradient: dy was written over this layer's lent output (lend_output).
+  virtual detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale,
+                                        bool dy_is_pre_activation_gradient) = 0;
+  /// This layer's output, lent to the layer above's backward_over_input; none if it cannot be.
+  virtual std::optional<detail::any_lent_output> lend_output() = 0;
+  /// backward, its input gradient written over the lent output of the layer below; false
+  /// (nothing done) when this layer cannot: then backward runs.
+  virtual bool backward_over_input(detail::any_gradient dy, const detail::any_lent_output& below, float loss_scale,
+                                   bool dy_is_pre_activation_gradient) = 0;
   /// Frees the input gradient the last backward returned, once the layer below has consumed it.
   virtual void release_input_gradient() = 0;
   virtual void collect_gradients(std::vector<gradient_and_variable>& pairs) = 0;
@@ -304,12 +318,27 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
     engine_.check_batch(batch);  // before converting the input, as the engine's cast would be
     return engine_.forward_for_training(batch, detail::in_compute_dtype(x, converted_input_), weights);
   }
-  detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale) override {
+  detail::any_gradient backward(detail::any_gradient dy, bool want_input_gradient, float loss_scale,
+                                bool dy_is_pre_activation_gradient) override {
     const auto weights = this->refs();
-    const std::span<C> dx =
-        engine_.backward(detail::in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+    const std::span<C> dx = engine_.backward(detail::in_compute_dtype(dy, converted_gradient_), weights,
+                                             want_input_gradient, loss_scale, dy_is_pre_activation_gradient);
     detail::free_buffer(converted_gradient_);  // freed now, as the engine frees its own
     return dx;
+  }
+  std::optional<detail::any_lent_output> lend_output() override {
+    if (const auto lent = engine_.lend_output()) return detail::any_lent_output{lent->values, lent->activation};
+    return std::nullopt;
+  }
+  bool backward_over_input(detail::any_gradient dy, const detail::any_lent_output& below, float loss_scale,
+                           bool dy_is_pre_activation_gradient) override {
+    const auto* values = std::get_if<std::span<C>>(&below.values);
+    if (values == nullptr) return false;
+    const bool done = engine_.backward_over_input(detail::in_compute_dtype(dy, converted_gradient_), this->refs(),
+                                                  detail::lent_output<C>{*values, below.activation}, loss_scale,
+                                                  dy_is_pre_activation_gradient);
+    detail::free_buffer(converted_gradient_);
+    return done;
   }
   void release_input_gradient() override { engine_.release_input_gradient(); }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {

@@ -307,8 +307,18 @@ class RuntimeModel {
   /// gradients added on the way. Each layer's input gradient is freed once the layer below has
   /// consumed it.
   void backward(detail::any_gradient output_gradient, float loss_scale = 1.0f) {
+    bool pre_activation = false;  // output_gradient was written over layer i's lent output
     for (std::size_t i = layers_.size(); i-- > 0;) {
-      output_gradient = layers_[i]->backward(output_gradient, i != 0, loss_scale);
+      // Max pooling (and a 16-bit Dense) writes the layer below's pre-activation gradient over
+      // that layer's output when it lends it.
+      const std::optional<detail::any_lent_output> below = i > 0 ? layers_[i - 1]->lend_output() : std::nullopt;
+      if (below && layers_[i]->backward_over_input(output_gradient, *below, loss_scale, pre_activation)) {
+        output_gradient = below->values;
+        pre_activation = true;
+      } else {
+        output_gradient = layers_[i]->backward(output_gradient, i != 0, loss_scale, pre_activation);
+        pre_activation = false;
+      }
       if (i + 1 < layers_.size()) layers_[i + 1]->release_input_gradient();
     }
   }

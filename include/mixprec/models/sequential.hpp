@@ -147,24 +147,46 @@ auto operator|(training_pass<D> x, L* layer) {
 }
 /// The backward pass, a right fold from the loss's gradient to the first layer (which needs no
 /// input gradient). Each gradient is freed by the engine that made it (Producer's; none for the
-/// loss's) as soon as the layer below has consumed it.
+/// loss's, nor for one written over the lent output of the layer below) as soon as the layer
+/// below has consumed it.
 template <class D, class Producer = void>
 struct backward_pass {
   std::span<D> gradient;
   float loss_scale;
   Producer* producer = nullptr;
+  /// The gradient of the next layer's pre-activation, written over its lent output.
+  bool pre_activation = false;
 };
-template <class L>
+/// A layer's step of the backward pass, with the layer below it (null for the first layer).
+template <class L, class Below>
 struct backward_step {
   L* layer;
-  bool first;
+  Below* below;
 };
-template <class L, class D, class P>
-auto operator|(backward_step<L> step, backward_pass<D, P> dy) {
+template <class L, class Below, class D, class P>
+auto operator|(backward_step<L, Below> step, backward_pass<D, P> dy) {
   auto& engine = step.layer->engine();
-  const auto dx = engine.backward(dy.gradient, step.layer->weight_refs(), !step.first, dy.loss_scale);
-  if constexpr (!std::is_void_v<P>) dy.producer->release_input_gradient();
-  return backward_pass<typename L::compute_dtype, std::remove_reference_t<decltype(engine)>>{dx, dy.loss_scale, &engine};
+  using result = backward_pass<typename L::compute_dtype, std::remove_reference_t<decltype(engine)>>;
+  const auto release_dy = [&] {
+    if constexpr (!std::is_void_v<P>)
+      if (dy.producer) dy.producer->release_input_gradient();
+  };
+  // Max pooling (and a 16-bit Dense) writes the layer below's pre-activation gradient over that
+  // layer's output when it lends it.
+  if constexpr (requires { step.below->engine().lend_output(); } &&
+                std::is_same_v<typename Below::compute_dtype, typename L::compute_dtype>) {
+    if (step.below)
+      if (const auto lent = step.below->engine().lend_output();
+          lent && engine.backward_over_input(dy.gradient, step.layer->weight_refs(), *lent, dy.loss_scale,
+                                             dy.pre_activation)) {
+        release_dy();
+        return result{lent->values, dy.loss_scale, nullptr, true};
+      }
+  }
+  const auto dx = engine.backward(dy.gradient, step.layer->weight_refs(), step.below != nullptr, dy.loss_scale,
+                                  dy.pre_activation);
+  release_dy();
+  return result{dx, dy.loss_scale, &engine};
 }
 
 /// Instantiated only when a layer cannot be trained: the layer and its position.
@@ -403,8 +425,9 @@ class Sequential {
   /// gradients added on the way.
   void backward(std::span<typename output_type::dtype> output_gradient, float loss_scale = 1.0f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (detail::backward_step<std::tuple_element_t<I, layer_types>>{&std::get<I>(layers_), I == 0} | ... |
-       detail::backward_pass<typename output_type::dtype>{output_gradient, loss_scale});
+      (detail::backward_step<std::tuple_element_t<I, layer_types>, std::tuple_element_t<(I == 0 ? 0 : I - 1), layer_types>>{
+           &std::get<I>(layers_), I == 0 ? nullptr : &std::get<(I == 0 ? 0 : I - 1)>(layers_)} |
+       ... | detail::backward_pass<typename output_type::dtype>{output_gradient, loss_scale});
     }(std::make_index_sequence<layer_count>{});
   }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) {

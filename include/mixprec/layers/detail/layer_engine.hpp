@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <span>
 #include <stdexcept>
@@ -321,13 +322,44 @@ class layer_engine : public kind_engine<Kind> {
   /// in C, if wanted: the engine holds it until release_input_gradient(), which the model calls
   /// as soon as the layer below has consumed it, so that no more than two activation gradients
   /// are alive at a time and none between steps.
+  /// dy_is_pre_activation_gradient: dy was written over this layer's lent output (lend_output).
   template <class D>
   std::span<C> backward(std::span<D> dy, std::span<const ref> weights, bool want_input_gradient,
-                        float loss_scale = 1.0f) {
-    const std::span<C> dx =
-        backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, want_input_gradient, loss_scale);
+                        float loss_scale = 1.0f, bool dy_is_pre_activation_gradient = false) {
+    const std::span<C> dx = backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights,
+                                                      want_input_gradient, loss_scale, dy_is_pre_activation_gradient);
     free_buffer(converted_gradient_);
     return dx;
+  }
+
+  /// This layer's output of the last forward_for_training, lent to the layer above's backward
+  /// pass to write this layer's pre-activation gradient over (kind.hpp's lent_output), or none
+  /// when the kind's backward cannot take that gradient (Kind::lendable_activation). The model
+  /// then passes it back to backward with dy_is_pre_activation_gradient.
+  std::optional<lent_output<C>> lend_output() {
+    if constexpr (requires { Kind::lendable_activation(this->settings_); })
+      if (const std::optional<kernels::activation> activation = Kind::lendable_activation(this->settings_))
+        return lent_output<C>{output_, *activation};
+    return std::nullopt;
+  }
+  /// backward, its input gradient written over `below`, the lent output of the layer below, as
+  /// that layer's pre-activation gradient (Kind::backward_over_input); `below` must be this
+  /// layer's input as it was given (not a cast). False, nothing done, when that cannot be: the
+  /// model then calls backward.
+  template <class D>
+  bool backward_over_input(std::span<D> dy, std::span<const ref> weights, const lent_output<C>& below,
+                           float loss_scale = 1.0f, bool dy_is_pre_activation_gradient = false) {
+    if constexpr (requires { Kind::template writes_gradient_over_input<C>(this->settings_); }) {
+      if (!Kind::template writes_gradient_over_input<C>(this->settings_) || below.values.data() != input_values_.data() ||
+          below.values.size() != input_values_.size())
+        return false;
+      backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, false, loss_scale,
+                                dy_is_pre_activation_gradient, &below);
+      free_buffer(converted_gradient_);
+      return true;
+    } else {
+      return false;
+    }
   }
 
   /// Frees the dx the last backward returned (the model calls it once the layer below has read it).
@@ -383,8 +415,10 @@ class layer_engine : public kind_engine<Kind> {
                                                           &saved_, updates_});
     return output_;
   }
-  std::span<C> backward_in_compute_dtype(std::span<C> dy_c, std::span<const ref> weights,
-                                               bool want_input_gradient, float loss_scale) {
+  /// With `below`, the kind's backward_over_input writes the input gradient over it.
+  std::span<C> backward_in_compute_dtype(std::span<C> dy_c, std::span<const ref> weights, bool want_input_gradient,
+                                         float loss_scale, bool dy_is_pre_activation_gradient,
+                                         const lent_output<C>* below = nullptr) {
     const std::vector<weight_spec>& specs = this->specs_;
     gradients_.resize(specs.size());
     std::vector<std::span<V>> gradients(specs.size());
@@ -395,9 +429,15 @@ class layer_engine : public kind_engine<Kind> {
       }
     input_gradient_.resize(want_input_gradient ? input_values_.size() : 0);
     const scratch_scope scope;
-    Kind::template backward<C, V>(backward_args<Kind, C, V>{this->settings_, {batch_, this->input_}, saved_, input_values_,
-                                                            output_, weights, dy_c, input_gradient_, gradients,
-                                                            this->trainable_, updates_});
+    const backward_args<Kind, C, V> args{this->settings_, {batch_, this->input_}, saved_, input_values_,
+                                         output_,         weights,          dy_c,   input_gradient_,
+                                         gradients,       this->trainable_, updates_, dy_is_pre_activation_gradient};
+    if constexpr (requires { Kind::template writes_gradient_over_input<C>(this->settings_); }) {
+      if (below) Kind::template backward_over_input<C, V>(args, *below);
+      else Kind::template backward<C, V>(args);
+    } else {
+      Kind::template backward<C, V>(args);
+    }
     for (std::size_t i = 0; i < specs.size(); ++i)
       if (this->trains(i) && specs[i].regularizer)
         std::visit([&](const auto& r) { r.template add_gradient<V>(weights[i].value, gradients[i], loss_scale); },

@@ -83,16 +83,22 @@ struct conv2d {
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
     return s.window.output_shape("Conv2D", input, s.filters);
   }
-  /// The im2col columns of one sample: a row of kh kw channels per output pixel (checked; the
-  /// input shape was).
+  /// What a forward call works on per sample: its im2col columns (a row of kh kw channels per
+  /// output pixel) and its output's float32 accumulator (a 16-bit compute dtype's; float32
+  /// accumulates in the output, counted alike). Checked; the input shape was.
   static std::size_t scratch_per_sample(const settings& s, std::span<const std::size_t> input) {
     const std::vector<std::size_t> output = output_shape(s, input);
     const std::size_t extents[] = {output[0], output[1], s.window.height, s.window.width, input[2]};
-    return detail::checked_product(extents, "the im2col columns of one sample");
+    const std::size_t columns = detail::checked_product(extents, "the im2col columns of one sample");
+    const std::size_t outputs = detail::checked_product(output, "the output of one sample");
+    return detail::checked_add(columns, outputs, "the im2col columns and output of one sample");
   }
   /// How many samples' columns a call on `batch` samples holds at once: one chunk's.
   static std::size_t scratch_samples(std::size_t batch, std::size_t scratch_per_sample) {
     return detail::batch_split(batch, scratch_per_sample).largest_chunk();
+  }
+  static std::optional<kernels::activation> lendable_activation(const settings& s) {
+    return dense::lendable(s.activation);
   }
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
     std::vector<detail::weight_spec> specs{{"kernel",
@@ -103,12 +109,13 @@ struct conv2d {
     return specs;
   }
 
-  /// Chunk after chunk of samples (detail::batch_split), on the kernels' threads: im2col into a
-  /// per-thread buffer the size of one chunk's columns, then Dense's product into y.
+  /// Chunk after chunk of samples (detail::batch_split by scratch_per_sample: conv1's output, 32
+  /// filters of a 3 x 3 x 1 patch, counts more than its columns), on the kernels' threads: im2col
+  /// into a per-thread buffer the size of one chunk's columns, then Dense's product into y.
   template <class C, class V>
   static void forward(const detail::forward_args<conv2d, C, V>& a) {
     const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * g.patch());
+    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * (g.patch() + a.settings.filters));
     std::span<C> pre_activation;
     if (a.saved && dense::keeps_pre_activation(a.settings.activation)) {
       a.saved->pre_activation.resize(a.y.size());
@@ -154,7 +161,7 @@ struct conv2d {
         const detail::batch_chunk part(g, a.settings.filters, split, chunk);
         const bool first = chunk == split.first_chunk(slice);
         const std::span<const C> dz = dense::activation_input_gradient<C>(
-            a.settings.activation, part.outputs(std::span<const C>(a.saved.pre_activation)), part.outputs(a.y),
+            dense::applied_activation(a), part.outputs(std::span<const C>(a.saved.pre_activation)), part.outputs(a.y),
             part.outputs(a.dy), units);
         if (!bias_gradient.empty()) kernels::column_sum(dz, bias_partial, units, !first);
         if (!kernel_gradient.empty()) {

@@ -3,8 +3,10 @@
 // float8 (delayed scaling), the product of float8-rounded inputs and kernel (float8_math.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -126,7 +128,7 @@ struct dense {
   template <class C, class V>
   static void backward(const detail::backward_args<dense, C, V>& a) {
     const std::size_t in = a.shape.last(), units = a.settings.units;
-    const std::span<const C> dz = activation_input_gradient<C>(a.settings.activation, a.saved.pre_activation, a.y, a.dy, units);
+    const std::span<const C> dz = activation_input_gradient<C>(applied_activation(a), a.saved.pre_activation, a.y, a.dy, units);
     const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
     if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
       if (a.settings.quantization == quantization_mode::int8) {
@@ -155,6 +157,44 @@ struct dense {
     check_float(a.settings);
     detail::dense_backward<C, V>(a.x, a.x.size() / in, in, detail::product_weight<C>(a.weights[0].value), units, dz,
                                  a.weight_gradients[0], bias_gradient, a.dx);
+  }
+
+  /// backward, its input gradient written over the output the layer below lends (kind.hpp's
+  /// lent_output) as that layer's pre-activation gradient (write_lent_gradient), where the
+  /// products dz kernel^T are in scratch memory anyway: a 16-bit compute dtype (a float32 one
+  /// writes them straight into dx), unquantized. Saves a buffer as large as the input.
+  template <class C>
+  static bool writes_gradient_over_input(const settings& s) {
+    return !std::is_same_v<detail::accumulator_t<C>, C> && s.quantization == quantization_mode::none;
+  }
+  template <class C, class V>
+  static void backward_over_input(const detail::backward_args<dense, C, V>& a, const detail::lent_output<C>& below) {
+    backward<C, V>(a);  // the weight gradients (a.dx is empty), dz written over a.dy
+    const detail::scratch_scope scope;
+    const std::size_t in = a.shape.last();
+    const auto products = detail::input_gradient_products<C>(std::span<const C>(a.dy), a.x.size() / in, in,
+                                                             detail::product_weight<C>(a.weights[0].value),
+                                                             a.settings.units);
+    write_lent_gradient<C, detail::accumulator_t<C>>(products, below.activation, below.values);
+  }
+  /// Writes over `y`, the output a layer lends (kind.hpp's lent_output) whose activation is
+  /// `activation`, that layer's pre-activation gradient, given its output gradient dx in the
+  /// accumulator dtype A: piece by piece, dx rounded to C in scratch memory, then
+  /// activation_input_gradient, copied over y. The bits of the two layers' separate backward
+  /// passes (dx rounded to C, then the activation's gradient), without a buffer of y's size.
+  template <class C, class A>
+  static void write_lent_gradient(std::span<const A> dx, kernels::activation activation, std::span<C> y) {
+    constexpr std::size_t piece = std::size_t{1} << 14;
+    const detail::scratch_scope scope;
+    const std::span<C> rounded = detail::scratch_buffer<C>(std::min(piece, y.size()));
+    for (std::size_t first = 0; first < y.size(); first += piece) {
+      const std::size_t count = std::min(piece, y.size() - first);
+      const std::span<C> gradient = rounded.first(count);
+      detail::store_gradient<C, A>(dx.subspan(first, count), gradient);
+      // `activation` is lendable, never softmax: the row length does not matter.
+      const std::span<const C> dz = activation_input_gradient<C>(activation, {}, y.subspan(first, count), gradient, count);
+      std::copy(dz.begin(), dz.end(), y.begin() + static_cast<std::ptrdiff_t>(first));
+    }
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -218,6 +258,22 @@ struct dense {
   template <class C, class V>
   static std::span<const C> bias(bool use_bias, std::span<const detail::weight_ref<V>> weights) {
     return use_bias ? detail::converted<C>(weights[1].value) : std::span<const C>();
+  }
+  /// The activation whose gradient a layer above may apply while writing this layer's
+  /// pre-activation gradient over its output (kind.hpp's lent_output): linear and relu, whose
+  /// gradients read the output only (relu's output is positive where its input is).
+  static std::optional<kernels::activation> lendable_activation(const settings& s) {
+    return lendable(s.activation);
+  }
+  static std::optional<kernels::activation> lendable(kernels::activation kind) {
+    if (kind == kernels::activation::linear || kind == kernels::activation::relu) return kind;
+    return std::nullopt;
+  }
+  /// The activation whose gradient the backward pass applies: none (linear) when dy is already
+  /// the pre-activation's gradient.
+  template <class Args>
+  static kernels::activation applied_activation(const Args& a) {
+    return a.dy_is_pre_activation_gradient ? kernels::activation::linear : a.settings.activation;
   }
   /// dz = dy act'(z), written over dy (the backward pass owns it: kind.hpp's backward_args).
   template <class C>

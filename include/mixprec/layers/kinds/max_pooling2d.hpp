@@ -60,6 +60,27 @@ struct max_pooling2d : detail::weightless_kind {
     });
   }
 
+  /// backward, written over the input lent by the layer below (kind.hpp's lent_output): the
+  /// gradient of that layer's pre-activation. Chunk by chunk: dx summed in scratch memory as
+  /// backward sums it, then written over the chunk, which nothing reads after, by
+  /// dense::write_lent_gradient. The bits of backward followed by the lending layer's, without a
+  /// buffer as large as the input (conv1's output: the CNN's largest).
+  template <class C>
+  static bool writes_gradient_over_input(const settings&) {
+    return true;
+  }
+  template <class C, class V>
+  static void backward_over_input(const detail::backward_args<max_pooling2d, C, V>& a,
+                                  const detail::lent_output<C>& below) {
+    for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+      using A = detail::accumulator_t<C>;
+      const std::span<C> x = part.inputs(below.values);
+      const std::span<A> sums = detail::scratch_buffer<A>(x.size());
+      route<C>(x, part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
+      dense::write_lent_gradient<C, A>(sums, below.activation, x);
+    });
+  }
+
   static void write_config(const settings& s, nlohmann::ordered_json& config) { s.window.write_config("pool_size", config); }
   static settings read_config(detail::config_reader& read) {
     return {window::read_config(read, "pool_size", std::pair<std::size_t, std::size_t>{2, 2}, true)};
