@@ -241,6 +241,44 @@ TEST_CASE("release_step_buffers frees at least every record and gradient; a step
   check(runtime, d.ax, d.ay, FitOptions<>{.batch_size = 8, .verbose = 0});
 }
 
+TEST_CASE("a step allocates no input gradient as large as the output the layer below lends") {
+  // Conv2D (relu) -> MaxPooling2D: max pooling writes the convolution's pre-activation gradient
+  // over its output. With an Activation("linear") in between, nothing is lent, and the step
+  // allocates input gradients as large as that output (the check that this test can fail).
+  const std::size_t threads_before = kernels::num_threads();
+  kernels::set_num_threads(1);  // one thread's scratch: the same allocations every run
+  constexpr std::size_t rows = 16;
+  constexpr std::int64_t conv_output_bytes = rows * 30 * 30 * 16 * sizeof(float);  // 0.9 MiB
+  Tensor<float, dynamic, 32, 32, 1> x(rows);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (float& v : x.values()) v = normal(rng);
+  std::vector<std::int32_t> labels(rows);
+  for (std::size_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>(i % 3);
+  const Tensor<std::int32_t, dynamic> y(labels);
+  // What the third step allocates beyond what the model held after the second.
+  const auto step_growth = [](auto& model, const auto& inputs, const auto& targets) {
+    model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+    model.train_on_batch(inputs, targets);
+    model.train_on_batch(inputs, targets);
+    const std::int64_t held = heap_counter::live_bytes.load();
+    heap_counter::peak_bytes.store(held);
+    model.train_on_batch(inputs, targets);
+    return heap_counter::peak_bytes.load() - held;
+  };
+  using relu = activations::relu;
+  Sequential<policies::float32, Input<32, 32, 1>, Conv2D<16, 3, 3, relu>, MaxPooling2D<2>, Flatten<>, Dense<3>> lending;
+  Sequential<policies::float32, Input<32, 32, 1>, Conv2D<16, 3, 3, relu>, Activation<activations::linear>,
+             MaxPooling2D<2>, Flatten<>, Dense<3>>
+      separate;
+  RuntimeModel runtime = RuntimeModel::from_config(lending.get_config());
+  const std::int64_t lent = step_growth(lending, x, y);
+  CHECK(lent < conv_output_bytes);
+  CHECK(step_growth(runtime, AnyTensor(x), AnyTensor(y)) < conv_output_bytes);
+  CHECK(step_growth(separate, x, y) >= conv_output_bytes + lent);
+  kernels::set_num_threads(threads_before);
+}
+
 TEST_CASE("validation_split takes the last rows, before shuffling") {
   mlp model, manual;
   copy_weights(model, manual);

@@ -57,7 +57,8 @@ class call_context {
 
   /// A weight as the call sees it: in the compute dtype (or its own dtype for a weight added
   /// with no_autocast). A reference when it is stored in that dtype; else a tensor rounded from
-  /// its value on each read, as Keras' AutoCastVariable does.
+  /// its value on each read, as Keras' AutoCastVariable does: keep the tensor (`const auto& w =
+  /// ctx.read(kernel);`), not a span of a temporary.
   template <class V, class C, std::size_t... E>
   decltype(auto) read(const AutoCastVariable<V, C, E...>& weight) const {
     return weight.compute_value();

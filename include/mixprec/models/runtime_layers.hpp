@@ -334,11 +334,12 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
                            bool dy_is_pre_activation_gradient) override {
     const auto* values = std::get_if<std::span<C>>(&below.values);
     if (values == nullptr) return false;
-    const bool done = engine_.backward_over_input(detail::in_compute_dtype(dy, converted_gradient_), this->refs(),
-                                                  detail::lent_output<C>{*values, below.activation}, loss_scale,
-                                                  dy_is_pre_activation_gradient);
+    const detail::lent_output<C> lent{*values, below.activation};
+    if (!engine_.writes_gradient_over(lent)) return false;  // before dy is converted for nothing
+    engine_.backward_over_input(detail::in_compute_dtype(dy, converted_gradient_), this->refs(), lent, loss_scale,
+                                dy_is_pre_activation_gradient);
     detail::free_buffer(converted_gradient_);
-    return done;
+    return true;
   }
   void release_input_gradient() override { engine_.release_input_gradient(); }
   void collect_gradients(std::vector<gradient_and_variable>& pairs) override {

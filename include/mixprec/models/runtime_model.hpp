@@ -305,7 +305,8 @@ class RuntimeModel {
   /// The backward pass from the gradient of the loss with respect to the output (overwritten on
   /// the way); that gradient is of the loss times loss_scale, and so are the regularizers'
   /// gradients added on the way. Each layer's input gradient is freed once the layer below has
-  /// consumed it.
+  /// consumed it. Once per forward_for_training: it writes gradients over the outputs that
+  /// layers lend (kind.hpp's lent_output), which a second pass would read.
   void backward(detail::any_gradient output_gradient, float loss_scale = 1.0f) {
     bool pre_activation = false;  // output_gradient was written over layer i's lent output
     for (std::size_t i = layers_.size(); i-- > 0;) {
@@ -329,8 +330,7 @@ class RuntimeModel {
     for (auto& l : layers_) l->finish_step();
   }
   /// Frees what training steps keep from one to the next (every layer's record and weight
-  /// gradients): what the model holds is then its weights, their compute-dtype copies and its
-  /// state. fit() calls it when it returns; the next step allocates them again.
+  /// gradients): what the model holds is then its weights and its state. fit() calls it when it returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     for (auto& l : layers_) l->release_step_buffers();
   }

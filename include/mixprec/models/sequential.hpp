@@ -422,7 +422,8 @@ class Sequential {
   }
   /// The backward pass from the gradient of the loss with respect to the output (overwritten on
   /// the way); that gradient is of the loss times loss_scale, and so are the regularizers'
-  /// gradients added on the way.
+  /// gradients added on the way. Once per forward_for_training: it writes gradients over the
+  /// outputs that layers lend (kind.hpp's lent_output), which a second pass would read.
   void backward(std::span<typename output_type::dtype> output_gradient, float loss_scale = 1.0f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::backward_step<std::tuple_element_t<I, layer_types>, std::tuple_element_t<(I == 0 ? 0 : I - 1), layer_types>>{
@@ -437,8 +438,7 @@ class Sequential {
     std::apply([&](auto&... layers) { (layers.finish_step(), ...); }, layers_);
   }
   /// Frees what training steps keep from one to the next (every layer's record and weight
-  /// gradients, the output's cast): what the model holds is then its weights, their compute-dtype
-  /// copies and its state. fit() calls it when it returns; the next step allocates them again.
+  /// gradients, the output's cast): what the model holds is then its weights and its state. fit() calls it when it returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     std::apply([](auto&... layers) { (layers.engine().release_step_buffers(), ...); }, layers_);
     if constexpr (model_casts_output) detail::free_buffer(cast_output_);

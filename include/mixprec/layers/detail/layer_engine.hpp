@@ -321,8 +321,9 @@ class layer_engine : public kind_engine<Kind> {
   /// (regularizers' gradients added in V, times the loss scale that dy carries) and returns dx
   /// in C, if wanted: the engine holds it until release_input_gradient(), which the model calls
   /// as soon as the layer below has consumed it, so that no more than two activation gradients
-  /// are alive at a time and none between steps.
-  /// dy_is_pre_activation_gradient: dy was written over this layer's lent output (lend_output).
+  /// are alive at a time and none between steps. Once per forward_for_training (a layer above
+  /// may have written over this layer's lent output). dy_is_pre_activation_gradient: dy was
+  /// written over this layer's lent output (lend_output).
   template <class D>
   std::span<C> backward(std::span<D> dy, std::span<const ref> weights, bool want_input_gradient,
                         float loss_scale = 1.0f, bool dy_is_pre_activation_gradient = false) {
@@ -349,17 +350,19 @@ class layer_engine : public kind_engine<Kind> {
   template <class D>
   bool backward_over_input(std::span<D> dy, std::span<const ref> weights, const lent_output<C>& below,
                            float loss_scale = 1.0f, bool dy_is_pre_activation_gradient = false) {
-    if constexpr (requires { Kind::template writes_gradient_over_input<C>(this->settings_); }) {
-      if (!Kind::template writes_gradient_over_input<C>(this->settings_) || below.values.data() != input_values_.data() ||
-          below.values.size() != input_values_.size())
-        return false;
-      backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, false, loss_scale,
-                                dy_is_pre_activation_gradient, &below);
-      free_buffer(converted_gradient_);
-      return true;
-    } else {
+    if (!writes_gradient_over(below)) return false;
+    backward_in_compute_dtype(in_compute_dtype(dy, converted_gradient_), weights, false, loss_scale,
+                              dy_is_pre_activation_gradient, &below);
+    free_buffer(converted_gradient_);
+    return true;
+  }
+  /// Whether backward_over_input would write over `below` (else it returns false at once).
+  bool writes_gradient_over(const lent_output<C>& below) const {
+    if constexpr (requires { Kind::template writes_gradient_over_input<C>(this->settings_); })
+      return Kind::template writes_gradient_over_input<C>(this->settings_) &&
+             below.values.data() == input_values_.data() && below.values.size() == input_values_.size();
+    else
       return false;
-    }
   }
 
   /// Frees the dx the last backward returned (the model calls it once the layer below has read it).

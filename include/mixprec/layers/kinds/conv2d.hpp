@@ -132,8 +132,8 @@ struct conv2d {
     });
   }
 
-  /// Chunk after chunk as in forward; the columns are rebuilt from x rather than kept from the
-  /// forward pass (they are kh kw times the input's size). Each sample's input gradient is its
+  /// Chunk after chunk (detail::batch_split by the im2col columns of a sample); the columns are
+  /// rebuilt from x rather than kept from the forward pass (they are kh kw times the input's size). Each sample's input gradient is its
   /// own (windows never cross samples), so it is the same whatever the chunks. The weight
   /// gradients are sums over the whole batch, in this order: each slice of chunks
   /// (detail::batch_split) sums its chunks' products into a float32 (float64) partial, chunk
