@@ -12,8 +12,8 @@
 // input and labels, notes the live bytes (the base), builds and compiles the model, runs three
 // steps, then resets the high-water mark and runs a fourth: its peak minus the base is the
 // step's peak memory, everything the model and the step hold at the worst moment (weights,
-// slots, gradients, every layer's record, scratch buffers, per-thread GEMM packing). Last, release_step_buffers() (what fit() calls when it returns) frees what a step
-// keeps for the next, and the live bytes then are what a model holds after fit. Not counted:
+// slots, gradients, every layer's record, scratch buffers, per-thread GEMM packing). Last,
+// release_step_buffers() (what fit() calls when it returns) frees what a step keeps for the next, and the live bytes then are what a model holds after fit. Not counted:
 // malloc's own overhead and fragmentation, thread stacks, the program's code; so this is a lower
 // bound on what the process adds to its RSS.
 //

@@ -330,7 +330,8 @@ class RuntimeModel {
     for (auto& l : layers_) l->finish_step();
   }
   /// Frees what training steps keep from one to the next (every layer's record and weight
-  /// gradients): what the model holds is then its weights and its state. fit() calls it when it returns; the next step allocates them again.
+  /// gradients): what the model holds is then its weights and its state. fit() calls it when it
+  /// returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     for (auto& l : layers_) l->release_step_buffers();
   }

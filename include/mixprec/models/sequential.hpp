@@ -438,7 +438,8 @@ class Sequential {
     std::apply([&](auto&... layers) { (layers.finish_step(), ...); }, layers_);
   }
   /// Frees what training steps keep from one to the next (every layer's record and weight
-  /// gradients, the output's cast): what the model holds is then its weights and its state. fit() calls it when it returns; the next step allocates them again.
+  /// gradients, the output's cast): what the model holds is then its weights and its state.
+  /// fit() calls it when it returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     std::apply([](auto&... layers) { (layers.engine().release_step_buffers(), ...); }, layers_);
     if constexpr (model_casts_output) detail::free_buffer(cast_output_);

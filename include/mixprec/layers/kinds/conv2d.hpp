@@ -115,7 +115,7 @@ struct conv2d {
   template <class C, class V>
   static void forward(const detail::forward_args<conv2d, C, V>& a) {
     const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * (g.patch() + a.settings.filters));
+    const detail::batch_split split(g.batch, scratch_per_sample(a.settings, a.shape.features));
     std::span<C> pre_activation;
     if (a.saved && dense::keeps_pre_activation(a.settings.activation)) {
       a.saved->pre_activation.resize(a.y.size());
@@ -133,8 +133,9 @@ struct conv2d {
   }
 
   /// Chunk after chunk (detail::batch_split by the im2col columns of a sample); the columns are
-  /// rebuilt from x rather than kept from the forward pass (they are kh kw times the input's size). Each sample's input gradient is its
-  /// own (windows never cross samples), so it is the same whatever the chunks. The weight
+  /// rebuilt from x rather than kept from the forward pass (they are kh kw times the input's
+  /// size). Each sample's input gradient is its own (windows never cross samples), so it is the
+  /// same whatever the chunks. The weight
   /// gradients are sums over the whole batch, in this order: each slice of chunks
   /// (detail::batch_split) sums its chunks' products into a float32 (float64) partial, chunk
   /// after chunk (the first GEMM writes it, each next one adds to it: the GEMM's own order within
@@ -152,7 +153,9 @@ struct conv2d {
     // Per slice: the kernel gradient's partial, then the bias gradient's.
     const std::size_t partial_size = patch * units + units;
     const std::span<A> partials = detail::scratch_buffer<A>(split.slices * partial_size);
-    const auto kernel = detail::product_weight<C>(a.weights[0].value);
+    // Read for the input gradient only (the first layer has none).
+    using K = const detail::product_weight_t<C, V>;
+    const std::span<K> kernel = a.dx.empty() ? std::span<K>() : detail::product_weight<C>(a.weights[0].value);
     detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
       const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
       const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);

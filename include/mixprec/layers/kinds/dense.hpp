@@ -155,8 +155,11 @@ struct dense {
       }
     }
     check_float(a.settings);
-    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, detail::product_weight<C>(a.weights[0].value), units, dz,
-                                 a.weight_gradients[0], bias_gradient, a.dx);
+    // Read for the input gradient only (none for the first layer, nor in backward_over_input).
+    using K = const detail::product_weight_t<C, V>;
+    const std::span<K> kernel = a.dx.empty() ? std::span<K>() : detail::product_weight<C>(a.weights[0].value);
+    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, a.weight_gradients[0], bias_gradient,
+                                 a.dx);
   }
 
   /// backward, its input gradient written over the output the layer below lends (kind.hpp's
