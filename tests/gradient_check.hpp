@@ -260,12 +260,13 @@ struct dense_activation {
   static model<P> make() { return {}; }
 };
 
-template <class Stride, class Pad>
+/// The first Conv2D's input gradient is never computed: the Conv2D under test is the second. A
+/// linear first one lends its output, over which the second writes its input gradient.
+template <class Stride, class Pad, class FirstActivation = activations::tanh>
 struct conv2d_case {
   static constexpr std::size_t rows = 3;
-  // The first Conv2D's input gradient is never computed: the Conv2D under test is the second.
   template <class P>
-  using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, activations::tanh>,
+  using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, FirstActivation>,
                            Conv2D<2, 3, 3, activations::sigmoid, Stride, Pad>, Flatten<>, Dense<3>>;
   template <class P>
   static model<P> make() { return {}; }
@@ -278,6 +279,17 @@ struct pooling_case {
   static constexpr std::size_t rows = 3;
   template <class P>
   using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, ConvActivation>, Pool, Flatten<>, Dense<3>>;
+  template <class P>
+  static model<P> make() { return {}; }
+};
+
+/// Pool -> Conv2D: the pooling lends its output to the 1 x 1 Conv2D above, which writes its input
+/// gradient over it; the pooling then finds its maxima again from its input.
+struct pooling_under_conv_case {
+  static constexpr std::size_t rows = 3;
+  template <class P>
+  using model = Sequential<P, Input<6, 6, 2>, Conv2D<3, 2, 2, activations::tanh>, MaxPooling2D<2>, Conv2D<2, 1, 1>,
+                           Flatten<>, Dense<3>>;
   template <class P>
   static model<P> make() { return {}; }
 };
@@ -707,6 +719,8 @@ void for_each_layer_case(F&& f) {
   f.template operator()<activation_layer<activations::exponential>>(sparse_logits);
   f.template operator()<activation_layer<activations::softmax>>(mse);
   f.template operator()<regularized>(mse);
+  f.template operator()<conv2d_case<strides<2>, padding::same, activations::linear>>(sparse_logits);
+  f.template operator()<pooling_under_conv_case>(mse);
 }
 
 }  // namespace gradient_check

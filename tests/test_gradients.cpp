@@ -32,6 +32,7 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel compute the same gradients", P, 
                    policies::mixed_bfloat16, policies::mixed_float16, policies::bfloat16, policies::float16) {
   check_runtime_model<pooling_case<MaxPooling2D<2>>, P>(sparse_logits, 21);
   check_runtime_model<pooling_case<MaxPooling2D<2>, activations::linear>, P>(mse, 26);
+  check_runtime_model<pooling_under_conv_case, P>(sparse_logits, 27);
   check_runtime_model<dropout_case, P>(mse, 22);
   check_runtime_model<regularized, P>(mse, 23);
   check_runtime_model<batch_normalization_conv, P>(sparse_logits, 24);

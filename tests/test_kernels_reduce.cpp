@@ -668,15 +668,22 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
         std::vector<float> maxima(cols, -inf);
         for (std::size_t r = 0; r < rows; ++r)
           kernels::column_max<float>(std::span<const float>(window).subspan(r * row_stride, row_length), maxima);
+        const std::vector<float> found_maxima = maxima;
         for (auto& m : maxima)
           if (rng() % 9 == 0) m = 7.5f;
         std::vector<float> gradient(cols), window_gradient(window.size()), expected;
         for (auto& g : gradient) g = static_cast<float>(rng() % 1000) / 64.0f - 7.0f;
         for (auto& g : window_gradient) g = static_cast<float>(rng() % 16) / 4.0f;
+        const std::vector<float> initial = window_gradient;
         expected = window_gradient;
         column_max_backward_reference(window, maxima, gradient, expected, rows, row_length, row_stride);
         kernels::column_max_backward<float>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
         INFO(target, ": cols = ", cols, ", rows = ", rows, ", row_length = ", row_length, ", stride = ", row_stride);
+        for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
+        // No maxima given: the kernel finds column_max's.
+        expected = window_gradient = initial;
+        column_max_backward_reference(window, found_maxima, gradient, expected, rows, row_length, row_stride);
+        kernels::column_max_backward<float>(window, {}, gradient, window_gradient, rows, row_length, row_stride);
         for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
       }
   });
@@ -689,6 +696,9 @@ TEST_CASE("column_max_backward routes each maximum's gradient to its first holde
   const std::vector<double> nan_max{std::nan(""), 3};  // column 0's NaN is its fourth element
   std::fill(window_gradient.begin(), window_gradient.end(), 0.0);
   kernels::column_max_backward<double>(window, nan_max, gradient, window_gradient, 2, 4, 4);
+  CHECK(window_gradient == std::vector<double>{0, 0.25, 0, 0, 0, 0, 0.5, 0});
+  std::fill(window_gradient.begin(), window_gradient.end(), 0.0);  // found: NaN and 3, as column_max finds them
+  kernels::column_max_backward<double>(window, {}, gradient, window_gradient, 2, 4, 4);
   CHECK(window_gradient == std::vector<double>{0, 0.25, 0, 0, 0, 0, 0.5, 0});
 }
 
@@ -732,9 +742,13 @@ TEST_CASE_TEMPLATE("column_max_backward on 16-bit windows routes in float32 as o
         std::vector<float> window_gradient(window.size());
         for (auto& g : window_gradient) g = static_cast<float>(rng() % 16) / 4.0f;
         std::vector<float> expected = window_gradient;
+        const std::vector<float> initial = window_gradient;
         column_max_backward_reference(wide_window, wide_maxima, wide_gradient, expected, rows, row_length, row_stride);
         kernels::column_max_backward<T>(window, maxima, gradient, window_gradient, rows, row_length, row_stride);
         INFO(target, ": cols = ", cols, ", rows = ", rows, ", row_length = ", row_length, ", stride = ", row_stride);
+        for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
+        window_gradient = initial;  // no maxima given: the kernel finds column_max's
+        kernels::column_max_backward<T>(window, {}, gradient, window_gradient, rows, row_length, row_stride);
         for (std::size_t i = 0; i < window.size(); ++i) REQUIRE(bits(window_gradient[i]) == bits(expected[i]));
       }
   });

@@ -85,30 +85,35 @@ TEST_CASE_TEMPLATE("Sequential and RuntimeModel train to the same bits", P, poli
   CHECK(compiled.test_on_batch(x, y) == runtime.test_on_batch(x_any, y_any));
 }
 
-TEST_CASE_TEMPLATE("max pooling over a lent output: the bits of the layers' separate backward passes", P,
+TEST_CASE_TEMPLATE("gradients written over lent outputs: the bits of the layers' separate backward passes", P,
                    policies::float32, policies::mixed_bfloat16, policies::mixed_float16, policies::float64) {
-  // Conv2D (relu) -> MaxPooling2D and Conv2D (linear) -> MaxPooling2D with overlapping windows:
-  // each pooling writes the convolution's pre-activation gradient over the output the
-  // convolution lends; so does a Dense over a relu and a linear Dense under a 16-bit compute
-  // dtype. An Activation("linear") in between lends nothing, so there each layer's backward pass
-  // runs on its own, with an input gradient buffer of its own.
+  // A layer lends its output to the backward pass of the layer above, which writes the lending
+  // layer's pre-activation gradient over it: Conv2D (relu) -> MaxPooling2D, Conv2D (linear) ->
+  // MaxPooling2D with overlapping windows, MaxPooling2D -> Conv2D, Conv2D (relu) -> Conv2D,
+  // Conv2D (relu) -> Flatten, Flatten -> Dense and, under a 16-bit compute dtype, Dense (relu,
+  // linear) -> Dense. An Activation("linear") in between lends nothing, so there each layer's
+  // backward pass runs on its own, with an input gradient buffer of its own.
   using relu = activations::relu;
   using linear = activations::linear;
-  using lending =
-      Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, MaxPooling2D<2>, Conv2D<4, 2, 2, linear>,
-                 MaxPooling2D<2, 2, strides<1>>, Flatten<>, Dense<8, relu>, Dense<6>, Dense<3>>;
-  using separate = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, Activation<linear>,
-                              MaxPooling2D<2>, Conv2D<4, 2, 2, linear>, Activation<linear>,
-                              MaxPooling2D<2, 2, strides<1>>, Flatten<>, Dense<8, relu>, Activation<linear>, Dense<6>,
-                              Activation<linear>, Dense<3>>;
+  using identity = Activation<linear>;
+  using lending = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, MaxPooling2D<2>,
+                             Conv2D<5, 2, 2, relu, padding::same>, Conv2D<4, 2, 2, linear>,
+                             MaxPooling2D<2, 2, strides<1>>, Conv2D<4, 2, 2, relu, padding::same>, Flatten<>, Dense<8, relu>,
+                             Dense<6>, Dense<3>>;
+  using separate = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, relu, padding::same>, identity, MaxPooling2D<2>,
+                              identity, Conv2D<5, 2, 2, relu, padding::same>, identity, Conv2D<4, 2, 2, linear>,
+                              identity, MaxPooling2D<2, 2, strides<1>>, identity, Conv2D<4, 2, 2, relu, padding::same>, identity,
+                              Flatten<>, identity, Dense<8, relu>, identity, Dense<6>, identity, Dense<3>>;
   lending fused(Conv2D<6, 3, 3, relu, padding::same>("conv_1"), MaxPooling2D<2>("pool_1"),
-                Conv2D<4, 2, 2, linear>("conv_2"), MaxPooling2D<2, 2, strides<1>>("pool_2"), Flatten<>("flatten"),
+                Conv2D<5, 2, 2, relu, padding::same>("conv_2"), Conv2D<4, 2, 2, linear>("conv_3"),
+                MaxPooling2D<2, 2, strides<1>>("pool_2"), Conv2D<4, 2, 2, relu, padding::same>("conv_4"), Flatten<>("flatten"),
                 Dense<8, relu>("hidden_1"), Dense<6>("hidden_2"), Dense<3>("logits"));
-  separate apart(Conv2D<6, 3, 3, relu, padding::same>("conv_1"), Activation<linear>("identity_1"),
-                 MaxPooling2D<2>("pool_1"), Conv2D<4, 2, 2, linear>("conv_2"), Activation<linear>("identity_2"),
-                 MaxPooling2D<2, 2, strides<1>>("pool_2"), Flatten<>("flatten"), Dense<8, relu>("hidden_1"),
-                 Activation<linear>("identity_3"), Dense<6>("hidden_2"), Activation<linear>("identity_4"),
-                 Dense<3>("logits"));
+  separate apart(Conv2D<6, 3, 3, relu, padding::same>("conv_1"), identity("identity_1"), MaxPooling2D<2>("pool_1"),
+                 identity("identity_2"), Conv2D<5, 2, 2, relu, padding::same>("conv_2"), identity("identity_3"),
+                 Conv2D<4, 2, 2, linear>("conv_3"), identity("identity_4"), MaxPooling2D<2, 2, strides<1>>("pool_2"),
+                 identity("identity_5"), Conv2D<4, 2, 2, relu, padding::same>("conv_4"), identity("identity_6"),
+                 Flatten<>("flatten"), identity("identity_7"), Dense<8, relu>("hidden_1"), identity("identity_8"),
+                 Dense<6>("hidden_2"), identity("identity_9"), Dense<3>("logits"));
   RuntimeModel runtime = RuntimeModel::from_config(fused.get_config());
   copy_weights(fused, apart);
   copy_weights(fused, runtime);

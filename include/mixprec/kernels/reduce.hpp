@@ -162,7 +162,9 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
 /// i % cols, cols = maxima.size(). For every column, the first element of the window (rows in
 /// order, then along the row) equal to maxima[c] (or NaN, where maxima[c] is NaN) gets
 /// window_gradient += maxima_gradient[c]; every other element stays as it was. That element is
-/// the one column_max returned, so each output's gradient reaches exactly one input. Exact up to
+/// the one column_max returned, so each output's gradient reaches exactly one input. With
+/// `maxima` empty, the maxima are found from the window first, as column_max finds them (the
+/// same routing, without storing them); cols = maxima_gradient.size() then. Exact up to
 /// the one add per element, so bit-identical on every target; windows of overlapping pools are
 /// summed by calling it for each in turn. The gradient of a bfloat16 or float16 window is summed
 /// in float (window_gradient is float; the values are compared widened to float). float,
@@ -175,7 +177,7 @@ template <class T>
 void column_max_backward(std::span<const T> window, std::span<const T> maxima, std::span<const T> maxima_gradient,
                          std::span<detail::accumulator_t<T>> window_gradient, std::size_t rows,
                          std::size_t row_length, std::size_t row_stride) {
-  const std::size_t cols = maxima.size();
+  const std::size_t cols = maxima.empty() ? maxima_gradient.size() : maxima.size();
   const auto fail = [](const std::string& why) { throw std::invalid_argument("column_max_backward: " + why); };
   if (cols == 0 || row_length == 0 || row_length % cols != 0)
     fail("rows of " + std::to_string(row_length) + " elements do not hold whole rows of the " + std::to_string(cols) +
@@ -192,12 +194,13 @@ void column_max_backward(std::span<const T> window, std::span<const T> maxima, s
   mixprec::detail::check_disjoint(maxima_gradient, window_gradient, "column_max_backward", "maxima_gradient",
                                   "window_gradient");
   if (rows == 0) return;
+  const T* given_maxima = maxima.empty() ? nullptr : maxima.data();
   if constexpr (detail::has_reduce_kernel<T>) {
-    detail::column_max_backward(window.data(), maxima.data(), maxima_gradient.data(), window_gradient.data(), cols,
+    detail::column_max_backward(window.data(), given_maxima, maxima_gradient.data(), window_gradient.data(), cols,
                                 rows, row_length, row_stride);
   } else {
-    detail::column_max_backward_rule(window.data(), maxima.data(), maxima_gradient.data(),
-                                              window_gradient.data(), cols, 0, cols, rows, row_length, row_stride);
+    detail::column_max_backward_rule(window.data(), given_maxima, maxima_gradient.data(), window_gradient.data(),
+                                     cols, 0, cols, rows, row_length, row_stride);
   }
 }
 

@@ -164,6 +164,12 @@ HWY_INLINE std::size_t for_each_column_block(std::size_t cols, Block&& block, st
   return c;
 }
 
+/// One step of column_max's running maximum, lane by lane (replaces_maximum's rule).
+HWY_INLINE hn::Vec<DF> running_maximum(hn::Vec<DF> largest, hn::Vec<DF> value) {
+  const auto replaces = hn::AndNot(hn::IsNaN(largest), hn::Or(hn::IsNaN(value), hn::Gt(value, largest)));
+  return hn::IfThenElse(replaces, value, largest);
+}
+
 /// Columns [c, c + Vectors * lanes) of column_max: the maxima stay in registers while the rows
 /// stream by, with a lane-wise select (no arithmetic, so no target can round differently).
 /// 16-bit values are compared widened to float (exactly) and the maxima stored back as
@@ -173,13 +179,8 @@ HWY_INLINE void ColumnMaxBlock(const T* rows, std::size_t n, T* maxima, std::siz
   const std::size_t lanes = hn::Lanes(DF());
   hn::Vec<DF> largest[Vectors];
   unroll<Vectors>([&](auto v) { largest[v] = load_as_f32(maxima + c + v * lanes); });
-  for (std::size_t row = c; row < n; row += cols) {
-    unroll<Vectors>([&](auto v) {
-      const auto value = load_as_f32(rows + row + v * lanes);
-      const auto replaces = hn::AndNot(hn::IsNaN(largest[v]), hn::Or(hn::IsNaN(value), hn::Gt(value, largest[v])));
-      largest[v] = hn::IfThenElse(replaces, value, largest[v]);
-    });
-  }
+  for (std::size_t row = c; row < n; row += cols)
+    unroll<Vectors>([&](auto v) { largest[v] = running_maximum(largest[v], load_as_f32(rows + row + v * lanes)); });
   unroll<Vectors>([&](auto v) { store_as(largest[v], maxima + c + v * lanes); });
 }
 
@@ -202,7 +203,8 @@ void ColumnMax(const T* rows, std::size_t n, T* maxima, std::size_t cols) {
 /// Columns [c, c + Vectors * lanes) of column_max_backward: which lanes have routed their
 /// gradient stays in registers while the window's elements stream by; an element takes the
 /// gradient (one add to its float dx) only in the lanes where it is the first to hold the
-/// maximum. 16-bit values are compared widened to float.
+/// maximum. 16-bit values are compared widened to float. Without maxima (null), a first pass
+/// over the window finds them, as column_max would.
 template <std::size_t Vectors, class T>
 HWY_INLINE void ColumnMaxBackwardBlock(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols,
                                        std::size_t rows, std::size_t row_length, std::size_t row_stride,
@@ -212,8 +214,14 @@ HWY_INLINE void ColumnMaxBackwardBlock(const T* x, const T* maxima, const T* dma
   const std::size_t lanes = hn::Lanes(df);
   hn::Vec<DF> maximum[Vectors], gradient[Vectors];
   M maximum_is_nan[Vectors], routed[Vectors];
+  if (maxima == nullptr) {
+    unroll<Vectors>([&](auto v) { maximum[v] = hn::Set(df, -std::numeric_limits<float>::infinity()); });
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length; at += cols)
+        unroll<Vectors>([&](auto v) { maximum[v] = running_maximum(maximum[v], load_as_f32(x + at + v * lanes)); });
+  }
   unroll<Vectors>([&](auto v) {
-    maximum[v] = load_as_f32(maxima + c + v * lanes);
+    if (maxima != nullptr) maximum[v] = load_as_f32(maxima + c + v * lanes);
     gradient[v] = load_as_f32(dmaxima + c + v * lanes);
     maximum_is_nan[v] = hn::IsNaN(maximum[v]);
     routed[v] = hn::FirstN(df, 0);

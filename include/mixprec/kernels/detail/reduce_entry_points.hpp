@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <type_traits>
 
 #include <mixprec/core/float16.hpp>
@@ -84,16 +85,23 @@ bool holds_maximum(T value, T maximum) {
 
 /// column_max_backward's rule for columns [first, end): each column's gradient goes to the
 /// first element of the window that holds its maximum, compared and added in A (float, or double
-/// for double). The kernel's scalar tail and the double path both run it.
+/// for double); without maxima (null), the maximum is found first by replaces_maximum. The
+/// kernel's scalar tail and the double path both run it.
 template <class T, class A>
 void column_max_backward_rule(const T* x, const T* maxima, const T* dmaxima, A* dx, std::size_t cols,
                               std::size_t first, std::size_t end, std::size_t rows, std::size_t row_length,
                               std::size_t row_stride) {
   for (std::size_t j = first; j < end; ++j) {
+    A maximum = -std::numeric_limits<A>::infinity();
+    if (maxima != nullptr) maximum = static_cast<A>(maxima[j]);
+    else
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length; at += cols)
+          if (replaces_maximum(maximum, static_cast<A>(x[at]))) maximum = static_cast<A>(x[at]);
     bool routed = false;
     for (std::size_t r = 0; r < rows && !routed; ++r)
       for (std::size_t at = r * row_stride + j; at < r * row_stride + row_length && !routed; at += cols)
-        if (holds_maximum(static_cast<A>(x[at]), static_cast<A>(maxima[j]))) {
+        if (holds_maximum(static_cast<A>(x[at]), maximum)) {
           dx[at] += static_cast<A>(dmaxima[j]);
           routed = true;
         }

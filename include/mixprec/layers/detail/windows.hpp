@@ -88,6 +88,16 @@ struct batch_chunk {
     first_output = first * output_sample;
     outputs_size = count * output_sample;
   }
+  /// Its sample n < geometry.batch, as a chunk of its own.
+  batch_chunk sample(std::size_t n) const {
+    batch_chunk one = *this;
+    one.geometry.batch = 1;
+    one.inputs_size = inputs_size / geometry.batch;
+    one.outputs_size = outputs_size / geometry.batch;
+    one.first_input += n * one.inputs_size;
+    one.first_output += n * one.outputs_size;
+    return one;
+  }
   /// The output pixels of the chunk (rows of its im2col columns).
   std::size_t pixels() const { return geometry.batch * geometry.out_height() * geometry.out_width(); }
   template <class T>

@@ -3,6 +3,7 @@
 // transposed products and col2im.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
@@ -135,7 +136,8 @@ struct conv2d {
   /// Chunk after chunk (detail::batch_split by the im2col columns of a sample); the columns are
   /// rebuilt from x rather than kept from the forward pass (they are kh kw times the input's
   /// size). Each sample's input gradient is its own (windows never cross samples), so it is the
-  /// same whatever the chunks. The weight
+  /// same whatever the chunks; it is computed in blocks of samples whose products dz kernel^T (in
+  /// the accumulator dtype, kh kw times their size) take no more memory than the columns. The weight
   /// gradients are sums over the whole batch, in this order: each slice of chunks
   /// (detail::batch_split) sums its chunks' products into a float32 (float64) partial, chunk
   /// after chunk (the first GEMM writes it, each next one adds to it: the GEMM's own order within
@@ -144,58 +146,20 @@ struct conv2d {
   /// are the same bits on any number of threads.
   template <class C, class V>
   static void backward(const detail::backward_args<conv2d, C, V>& a) {
-    using A = detail::accumulator_t<C>;
-    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
-    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * g.patch());
-    const std::size_t units = a.settings.filters, patch = g.patch();
-    const std::span<V> kernel_gradient = a.weight_gradients[0];
-    const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
-    // Per slice: the kernel gradient's partial, then the bias gradient's.
-    const std::size_t partial_size = patch * units + units;
-    const std::span<A> partials = detail::scratch_buffer<A>(split.slices * partial_size);
-    // Read for the input gradient only (the first layer has none).
-    using K = const detail::product_weight_t<C, V>;
-    const std::span<K> kernel = a.dx.empty() ? std::span<K>() : detail::product_weight<C>(a.weights[0].value);
-    detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
-      const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
-      const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);
-      for (std::size_t chunk = split.first_chunk(slice); chunk < split.end_chunk(slice); ++chunk) {
-        const detail::scratch_scope chunk_scope;  // one chunk's columns and products at a time
-        const detail::batch_chunk part(g, a.settings.filters, split, chunk);
-        const bool first = chunk == split.first_chunk(slice);
-        const std::span<const C> dz = dense::activation_input_gradient<C>(
-            dense::applied_activation(a), part.outputs(std::span<const C>(a.saved.pre_activation)), part.outputs(a.y),
-            part.outputs(a.dy), units);
-        if (!bias_gradient.empty()) kernels::column_sum(dz, bias_partial, units, !first);
-        if (!kernel_gradient.empty()) {
-          const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * patch);
-          detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
-          add_kernel_product<C>(columns, part.pixels(), patch, dz, units, !first, kernel_partial);
-        }
-        if (a.dx.empty()) continue;
-        // Summed over the windows in the accumulator dtype (in place in dx when that is C), then
-        // rounded once.
-        const std::span<C> dx = part.inputs(a.dx);
-        const std::span<A> sums = [&] {
-          if constexpr (std::is_same_v<A, C>) return dx;
-          else return detail::scratch_buffer<A>(dx.size());
-        }();
-        detail::col2im<A>(detail::input_gradient_products<C>(dz, part.pixels(), patch, kernel, units),
-                          part.geometry, sums);
-        detail::store_gradient<C, A>(sums, dx);
-      }
-    });
-    // The slices' partials of one gradient (at `offset` in each slice's part), added in slice order.
-    const auto store_sum = [&](std::size_t offset, std::span<V> gradient) {
-      if (gradient.empty()) return;
-      const std::span<A> total = partials.subspan(offset, gradient.size());
-      for (std::size_t slice = 1; slice < split.slices; ++slice)
-        kernels::add_rows<A>(partials.subspan(slice * partial_size + offset, gradient.size()), gradient.size(), total,
-                             gradient.size(), 1, gradient.size());
-      detail::store_gradient<V, A>(total, gradient);
-    };
-    store_sum(0, kernel_gradient);
-    store_sum(patch * units, bias_gradient);
+    gradients<C, V>(a, nullptr);
+  }
+
+  /// backward, its input gradient written over the output the layer below lends (kind.hpp's
+  /// lent_output: MaxPooling2D's, a relu or linear Conv2D's) as that layer's pre-activation
+  /// gradient, chunk by chunk once the chunk's columns are built (nothing reads that part of the
+  /// input after), by dense::write_lent_gradient. Saves a buffer as large as the input.
+  template <class C>
+  static bool writes_gradient_over_input(const settings&) {
+    return true;
+  }
+  template <class C, class V>
+  static void backward_over_input(const detail::backward_args<conv2d, C, V>& a, const detail::lent_output<C>& below) {
+    gradients<C, V>(a, &below);
   }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
@@ -221,6 +185,78 @@ struct conv2d {
   }
 
  private:
+  /// backward's work: the input gradient into a.dx, or written over `below` when there is one.
+  template <class C, class V>
+  static void gradients(const detail::backward_args<conv2d, C, V>& a, const detail::lent_output<C>* below) {
+    using A = detail::accumulator_t<C>;
+    const detail::conv_geometry g = a.settings.window.geometry(a.shape);
+    const detail::batch_split split(g.batch, g.out_height() * g.out_width() * g.patch());
+    const std::size_t units = a.settings.filters, patch = g.patch();
+    const std::span<V> kernel_gradient = a.weight_gradients[0];
+    const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
+    // Per slice: the kernel gradient's partial, then the bias gradient's.
+    const std::size_t partial_size = patch * units + units;
+    const std::span<A> partials = detail::scratch_buffer<A>(split.slices * partial_size);
+    // Read for the input gradient only (the first layer has none).
+    const bool input_gradient = below != nullptr || !a.dx.empty();
+    using K = const detail::product_weight_t<C, V>;
+    const std::span<K> kernel = input_gradient ? detail::product_weight<C>(a.weights[0].value) : std::span<K>();
+    detail::run_on_kernel_threads(split.slices, [&](std::size_t slice) {
+      const std::span<A> kernel_partial = partials.subspan(slice * partial_size, patch * units);
+      const std::span<A> bias_partial = partials.subspan(slice * partial_size + patch * units, units);
+      for (std::size_t chunk = split.first_chunk(slice); chunk < split.end_chunk(slice); ++chunk) {
+        const detail::scratch_scope chunk_scope;  // one chunk's columns and products at a time
+        const detail::batch_chunk part(g, a.settings.filters, split, chunk);
+        const bool first = chunk == split.first_chunk(slice);
+        const std::span<const C> dz = dense::activation_input_gradient<C>(
+            dense::applied_activation(a), part.outputs(std::span<const C>(a.saved.pre_activation)), part.outputs(a.y),
+            part.outputs(a.dy), units);
+        if (!bias_gradient.empty()) kernels::column_sum(dz, bias_partial, units, !first);
+        if (!kernel_gradient.empty()) {
+          const detail::scratch_scope columns_scope;
+          const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * patch);
+          detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
+          add_kernel_product<C>(columns, part.pixels(), patch, dz, units, !first, kernel_partial);
+        }
+        if (!input_gradient) continue;
+        // Summed over the windows in the accumulator dtype (in place in dx when that is C and dx
+        // is not a lent output, whose values the activation's gradient reads), then rounded once.
+        const std::span<C> dx = part.inputs(below ? below->values : a.dx);
+        const std::span<A> sums = [&] {
+          if constexpr (std::is_same_v<A, C>)
+            if (!below) return dx;
+          return detail::scratch_buffer<A>(dx.size());
+        }();
+        // Block after block of samples whose products dz kernel^T (in A) take no more memory than
+        // the chunk's columns (in C): one sample at a time under a 16-bit C.
+        const std::size_t block_samples = std::max<std::size_t>(1, split.largest_chunk() * sizeof(C) / sizeof(A));
+        const std::size_t sample_pixels = g.out_height() * g.out_width(), sample_inputs = g.height * g.width * g.channels;
+        for (std::size_t sample = 0; sample < part.geometry.batch; sample += block_samples) {
+          const detail::scratch_scope block_scope;
+          detail::conv_geometry block = part.geometry;
+          block.batch = std::min(block_samples, part.geometry.batch - sample);
+          const std::size_t rows = block.batch * sample_pixels;
+          detail::col2im<A>(detail::input_gradient_products<C>(dz.subspan(sample * sample_pixels * units, rows * units),
+                                                                rows, patch, kernel, units),
+                            block, sums.subspan(sample * sample_inputs, block.batch * sample_inputs));
+        }
+        if (below) dense::write_lent_gradient<C, A>(sums, below->activation, dx);
+        else detail::store_gradient<C, A>(sums, dx);
+      }
+    });
+    // The slices' partials of one gradient (at `offset` in each slice's part), added in slice order.
+    const auto store_sum = [&](std::size_t offset, std::span<V> gradient) {
+      if (gradient.empty()) return;
+      const std::span<A> total = partials.subspan(offset, gradient.size());
+      for (std::size_t slice = 1; slice < split.slices; ++slice)
+        kernels::add_rows<A>(partials.subspan(slice * partial_size + offset, gradient.size()), gradient.size(), total,
+                             gradient.size(), 1, gradient.size());
+      detail::store_gradient<V, A>(total, gradient);
+    };
+    store_sum(0, kernel_gradient);
+    store_sum(patch * units, bias_gradient);
+  }
+
   /// kernel_partial (+)= columns^T dz: written by the first chunk of a slice, added to by the next.
   template <class C>
   static void add_kernel_product(std::span<const C> columns, std::size_t rows, std::size_t patch,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <mixprec/core/limits.hpp>
 
 #include <mixprec/layers/kind.hpp>
+#include <mixprec/layers/kinds/dense.hpp>
 
 namespace mixprec::layer_kinds {
 
@@ -36,6 +38,19 @@ struct flatten : detail::weightless_kind {
   template <class C, class V>
   static void backward(const detail::backward_args<flatten, C, V>& a) {
     if (!a.dx.empty()) std::copy(a.dy.begin(), a.dy.end(), a.dx.begin());
+  }
+
+  /// The output is lent as it is (kind.hpp's lent_output): a 16-bit Dense above writes its input
+  /// gradient over it. The gradient is copied over the output the layer below lends, as that
+  /// layer's pre-activation gradient (dense::write_lent_gradient): no buffer of the input's size.
+  static std::optional<kernels::activation> lendable_activation(const settings&) { return kernels::activation::linear; }
+  template <class C>
+  static bool writes_gradient_over_input(const settings&) {
+    return true;
+  }
+  template <class C, class V>
+  static void backward_over_input(const detail::backward_args<flatten, C, V>& a, const detail::lent_output<C>& below) {
+    dense::write_lent_gradient<C, C>(std::span<const C>(a.dy), below.activation, below.values);
   }
 
   static void write_config(const settings&, nlohmann::ordered_json& config) { config["data_format"] = "channels_last"; }

@@ -1,12 +1,14 @@
 // The MaxPooling2D kind: the maximum over each window (NHWC); strides default to the pool size.
 // Backward routes each output's gradient to the first input of its window that holds the maximum
-// (in ky, kx order: the one the forward pass returned).
+// (in ky, kx order: the one the forward pass returned). It lends its output to the layer above
+// (kind.hpp's lent_output) and then finds the maxima again from its input.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -46,7 +48,7 @@ struct max_pooling2d : detail::weightless_kind {
   template <class C, class V>
   static void backward(const detail::backward_args<max_pooling2d, C, V>& a) {
     if (a.dx.empty()) return;
-    for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+    for_each_sample(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
       // The gradients of overlapping windows sum in the accumulator dtype (in place in dx when
       // that is C), then are rounded once.
       using A = detail::accumulator_t<C>;
@@ -55,14 +57,14 @@ struct max_pooling2d : detail::weightless_kind {
         if constexpr (std::is_same_v<A, C>) return dx;
         else return detail::scratch_buffer<A>(dx.size());
       }();
-      route<C>(part.inputs(a.x), part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
+      route<C>(part.inputs(a.x), maxima(a, part), part.outputs(a.dy), part.geometry, sums);
       detail::store_gradient<C, A>(sums, dx);
     });
   }
 
   /// backward, written over the input lent by the layer below (kind.hpp's lent_output): the
-  /// gradient of that layer's pre-activation. Chunk by chunk: dx summed in scratch memory as
-  /// backward sums it, then written over the chunk, which nothing reads after, by
+  /// gradient of that layer's pre-activation. Sample by sample: dx summed in scratch memory as
+  /// backward sums it, then written over the sample, which nothing reads after, by
   /// dense::write_lent_gradient. The bits of backward followed by the lending layer's, without a
   /// buffer as large as the input (conv1's output: the CNN's largest).
   template <class C>
@@ -72,14 +74,18 @@ struct max_pooling2d : detail::weightless_kind {
   template <class C, class V>
   static void backward_over_input(const detail::backward_args<max_pooling2d, C, V>& a,
                                   const detail::lent_output<C>& below) {
-    for_each_chunk(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+    for_each_sample(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
       using A = detail::accumulator_t<C>;
       const std::span<C> x = part.inputs(below.values);
       const std::span<A> sums = detail::scratch_buffer<A>(x.size());
-      route<C>(x, part.outputs(a.y), part.outputs(a.dy), part.geometry, sums);
+      route<C>(x, maxima(a, part), part.outputs(a.dy), part.geometry, sums);
       dense::write_lent_gradient<C, A>(sums, below.activation, x);
     });
   }
+
+  /// The output, lent as it is (no activation): the layer above may write its input gradient over
+  /// it; backward then finds the maxima again from the input (maxima).
+  static std::optional<kernels::activation> lendable_activation(const settings&) { return kernels::activation::linear; }
 
   static void write_config(const settings& s, nlohmann::ordered_json& config) { s.window.write_config("pool_size", config); }
   static settings read_config(detail::config_reader& read) {
@@ -108,9 +114,29 @@ struct max_pooling2d : detail::weightless_kind {
     });
   }
 
+  /// visit(sample) for each sample of each chunk, in a scratch scope of its own: the backward
+  /// pass's sums (in the accumulator dtype) are one sample's at a time.
+  template <class Visit>
+  static void for_each_sample(const detail::conv_geometry& g, Visit&& visit) {
+    for_each_chunk(g, [&](const detail::batch_chunk& chunk) {
+      for (std::size_t n = 0; n < chunk.geometry.batch; ++n) {
+        const detail::scratch_scope sample_scope;
+        visit(chunk.sample(n));
+      }
+    });
+  }
+
+  /// A chunk's outputs for the backward pass: the forward pass's, or none when the layer above
+  /// wrote over them (dy is the lent output): column_max_backward then finds each window's
+  /// maximum again from the input, the same bits.
+  template <class C, class V>
+  static std::span<const C> maxima(const detail::backward_args<max_pooling2d, C, V>& a, const detail::batch_chunk& part) {
+    return a.dy_is_pre_activation_gradient ? std::span<const C>() : part.outputs(a.y);
+  }
+
   /// dx = 0, then each output's gradient added to the first input of its window that holds the
   /// maximum (column_max_backward, one window at a time: overlapping windows sum in order, in A =
-  /// accumulator_t<C>).
+  /// accumulator_t<C>). y empty: each window's maximum is found from x.
   template <class C, class A>
   static void route(std::span<const C> x, std::span<const C> y, std::span<const C> dy, const detail::conv_geometry& g,
                     std::span<A> dx) {
@@ -119,8 +145,9 @@ struct max_pooling2d : detail::weightless_kind {
     detail::for_each_window(g, [&](std::size_t out, const detail::window_part& w) {
       const std::size_t first = w.first_input_pixel * c, row_length = w.columns * c;
       const std::size_t extent = (w.rows - 1) * row_stride + row_length;
-      kernels::column_max_backward<C>(x.subspan(first, extent), y.subspan(out * c, c), dy.subspan(out * c, c),
-                             dx.subspan(first, extent), w.rows, row_length, row_stride);
+      const std::span<const C> maximum = y.empty() ? y : y.subspan(out * c, c);
+      kernels::column_max_backward<C>(x.subspan(first, extent), maximum, dy.subspan(out * c, c),
+                                      dx.subspan(first, extent), w.rows, row_length, row_stride);
     });
   }
 };
