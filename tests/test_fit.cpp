@@ -243,8 +243,9 @@ TEST_CASE("release_step_buffers frees at least every record and gradient; a step
 
 TEST_CASE("a step allocates no input gradient as large as the output the layer below lends") {
   // Conv2D (relu) -> MaxPooling2D: max pooling writes the convolution's pre-activation gradient
-  // over its output. With an Activation("linear") in between, nothing is lent, and the step
-  // allocates input gradients as large as that output (the check that this test can fail).
+  // over its output; MaxPooling2D -> Conv2D likewise. With an Activation("linear") in between,
+  // nothing is lent, and the step allocates input gradients as large as that output (the check
+  // that this test can fail).
   const std::size_t threads_before = kernels::num_threads();
   kernels::set_num_threads(1);  // one thread's scratch: the same allocations every run
   constexpr std::size_t rows = 16;
@@ -276,6 +277,15 @@ TEST_CASE("a step allocates no input gradient as large as the output the layer b
   CHECK(lent < conv_output_bytes);
   CHECK(step_growth(runtime, AnyTensor(x), AnyTensor(y)) < conv_output_bytes);
   CHECK(step_growth(separate, x, y) >= conv_output_bytes + lent);
+  // MaxPooling2D -> Conv2D: the convolution writes its input gradient over the pooling's output.
+  constexpr std::int64_t pool_output_bytes = rows * 15 * 15 * 16 * sizeof(float);
+  Sequential<policies::float32, Input<32, 32, 1>, Conv2D<16, 3, 3, relu>, MaxPooling2D<2>, Conv2D<8, 3, 3>, Flatten<>,
+             Dense<3>>
+      pooling_lends;
+  Sequential<policies::float32, Input<32, 32, 1>, Conv2D<16, 3, 3, relu>, MaxPooling2D<2>,
+             Activation<activations::linear>, Conv2D<8, 3, 3>, Flatten<>, Dense<3>>
+      pooling_apart;
+  CHECK(step_growth(pooling_apart, x, y) >= step_growth(pooling_lends, x, y) + pool_output_bytes);
   kernels::set_num_threads(threads_before);
 }
 

@@ -162,7 +162,7 @@ struct backward_args {
 /// gradient of this layer's pre-activation (MaxPooling2D above a Conv2D, a Conv2D above
 /// MaxPooling2D): so that gradient needs no buffer of its own as large as the output.
 /// `activation` is the lending layer's, one whose gradient reads the output only (Dense's and
-/// Conv2D's lendable_activation; MaxPooling2D lends with none).
+/// Conv2D's lendable_activation; MaxPooling2D and Flatten lend theirs as linear).
 template <class C>
 struct lent_output {
   std::span<C> values;

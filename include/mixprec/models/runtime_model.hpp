@@ -310,8 +310,8 @@ class RuntimeModel {
   void backward(detail::any_gradient output_gradient, float loss_scale = 1.0f) {
     bool pre_activation = false;  // output_gradient was written over layer i's lent output
     for (std::size_t i = layers_.size(); i-- > 0;) {
-      // MaxPooling2D, Conv2D and a 16-bit Dense write the layer below's pre-activation gradient over
-      // that layer's output when it lends it.
+      // MaxPooling2D, Conv2D, Flatten and a 16-bit Dense write the layer below's pre-activation
+      // gradient over that layer's output when it lends it.
       const std::optional<detail::any_lent_output> below = i > 0 ? layers_[i - 1]->lend_output() : std::nullopt;
       if (below && layers_[i]->backward_over_input(output_gradient, *below, loss_scale, pre_activation)) {
         output_gradient = below->values;

@@ -171,8 +171,8 @@ auto operator|(backward_step<L, Below> step, backward_pass<D, P> dy) {
     if constexpr (!std::is_void_v<P>)
       if (dy.producer) dy.producer->release_input_gradient();
   };
-  // MaxPooling2D, Conv2D and a 16-bit Dense write the layer below's pre-activation gradient over that
-  // layer's output when it lends it.
+  // MaxPooling2D, Conv2D, Flatten and a 16-bit Dense write the layer below's pre-activation
+  // gradient over that layer's output when it lends it.
   if constexpr (requires { step.below->engine().lend_output(); } &&
                 std::is_same_v<typename Below::compute_dtype, typename L::compute_dtype>) {
     if (step.below)

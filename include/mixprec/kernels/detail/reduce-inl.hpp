@@ -214,14 +214,15 @@ HWY_INLINE void ColumnMaxBackwardBlock(const T* x, const T* maxima, const T* dma
   const std::size_t lanes = hn::Lanes(df);
   hn::Vec<DF> maximum[Vectors], gradient[Vectors];
   M maximum_is_nan[Vectors], routed[Vectors];
-  if (maxima == nullptr) {
-    unroll<Vectors>([&](auto v) { maximum[v] = hn::Set(df, -std::numeric_limits<float>::infinity()); });
+  unroll<Vectors>([&](auto v) {
+    maximum[v] = maxima != nullptr ? load_as_f32(maxima + c + v * lanes)
+                                   : hn::Set(df, -std::numeric_limits<float>::infinity());
+  });
+  if (maxima == nullptr)
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t at = r * row_stride + c; at < r * row_stride + row_length; at += cols)
         unroll<Vectors>([&](auto v) { maximum[v] = running_maximum(maximum[v], load_as_f32(x + at + v * lanes)); });
-  }
   unroll<Vectors>([&](auto v) {
-    if (maxima != nullptr) maximum[v] = load_as_f32(maxima + c + v * lanes);
     gradient[v] = load_as_f32(dmaxima + c + v * lanes);
     maximum_is_nan[v] = hn::IsNaN(maximum[v]);
     routed[v] = hn::FirstN(df, 0);

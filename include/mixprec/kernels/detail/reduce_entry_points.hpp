@@ -48,7 +48,8 @@ void column_max(const T* rows, std::size_t n, T* maxima, std::size_t cols);
 /// The adjoint of column_max over a window of `rows` rows of `row_length` elements (a multiple
 /// of cols), row r starting at element r * row_stride of x and dx: for every column c, the first
 /// element of the window (in row order) equal to maxima[c], or NaN where maxima[c] is NaN, gets
-/// dx += dmaxima[c] (in float); every other element of dx stays as it was.
+/// dx += dmaxima[c] (in float); every other element of dx stays as it was. maxima null: found
+/// from the window first, as column_max finds them.
 template <class T>
 void column_max_backward(const T* x, const T* maxima, const T* dmaxima, float* dx, std::size_t cols, std::size_t rows,
                          std::size_t row_length, std::size_t row_stride);

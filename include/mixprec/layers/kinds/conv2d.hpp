@@ -228,7 +228,7 @@ struct conv2d {
           return detail::scratch_buffer<A>(dx.size());
         }();
         // Block after block of samples whose products dz kernel^T (in A) take no more memory than
-        // the chunk's columns (in C): one sample at a time under a 16-bit C.
+        // the chunk's columns (in C): half a chunk under a 16-bit C (one sample for the CNN's conv2).
         const std::size_t block_samples = std::max<std::size_t>(1, split.largest_chunk() * sizeof(C) / sizeof(A));
         const std::size_t sample_pixels = g.out_height() * g.out_width(), sample_inputs = g.height * g.width * g.channels;
         for (std::size_t sample = 0; sample < part.geometry.batch; sample += block_samples) {
