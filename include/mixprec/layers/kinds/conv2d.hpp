@@ -219,14 +219,9 @@ struct conv2d {
           add_kernel_product<C>(columns, part.pixels(), patch, dz, units, !first, kernel_partial);
         }
         if (!input_gradient) continue;
-        // Summed over the windows in the accumulator dtype (in place in dx when that is C and dx
-        // is not a lent output, whose values the activation's gradient reads), then rounded once.
+        // Summed over the windows in the accumulator dtype, then stored once.
         const std::span<C> dx = part.inputs(below ? below->values : a.dx);
-        const std::span<A> sums = [&] {
-          if constexpr (std::is_same_v<A, C>)
-            if (!below) return dx;
-          return detail::scratch_buffer<A>(dx.size());
-        }();
+        const std::span<A> sums = dense::input_gradient_sums<C>(dx, below);
         // Block after block of samples whose products dz kernel^T (in A) take no more memory than
         // the chunk's columns (in C): half a chunk under a 16-bit C (one sample for the CNN's conv2).
         const std::size_t block_samples = std::max<std::size_t>(1, split.largest_chunk() * sizeof(C) / sizeof(A));
@@ -240,8 +235,7 @@ struct conv2d {
                                                                 rows, patch, kernel, units),
                             block, sums.subspan(sample * sample_inputs, block.batch * sample_inputs));
         }
-        if (below) dense::write_lent_gradient<C, A>(sums, below->activation, dx);
-        else detail::store_gradient<C, A>(sums, dx);
+        dense::store_input_gradient<C, A>(sums, dx, below);
       }
     });
     // The slices' partials of one gradient (at `offset` in each slice's part), added in slice order.

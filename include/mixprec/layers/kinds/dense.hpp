@@ -200,6 +200,23 @@ struct dense {
     }
   }
 
+  /// Where a windowed backward pass (Conv2D, MaxPooling2D) sums a part dx of its input gradient
+  /// in the accumulator dtype A: in place when A is C and dx is not the lent output of the layer
+  /// below (whose values the activation's gradient reads), else in scratch memory of the
+  /// caller's scope. store_input_gradient then writes the sums to dx: rounded once, or as the
+  /// lending layer's pre-activation gradient (write_lent_gradient) when there is a `below`.
+  template <class C, class A = detail::accumulator_t<C>>
+  static std::span<A> input_gradient_sums(std::span<C> dx, const detail::lent_output<C>* below) {
+    if constexpr (std::is_same_v<A, C>)
+      if (!below) return dx;
+    return detail::scratch_buffer<A>(dx.size());
+  }
+  template <class C, class A>
+  static void store_input_gradient(std::span<const A> sums, std::span<C> dx, const detail::lent_output<C>* below) {
+    if (below) write_lent_gradient<C, A>(sums, below->activation, dx);
+    else detail::store_gradient<C, A>(sums, dx);
+  }
+
   static void write_config(const settings& s, nlohmann::ordered_json& config) {
     config["units"] = s.units;
     config["activation"] = kernels::activation_name(s.activation);

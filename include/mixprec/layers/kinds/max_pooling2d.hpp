@@ -47,26 +47,14 @@ struct max_pooling2d : detail::weightless_kind {
 
   template <class C, class V>
   static void backward(const detail::backward_args<max_pooling2d, C, V>& a) {
-    if (a.dx.empty()) return;
-    for_each_sample(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
-      // The gradients of overlapping windows sum in the accumulator dtype (in place in dx when
-      // that is C), then are rounded once.
-      using A = detail::accumulator_t<C>;
-      const std::span<C> dx = part.inputs(a.dx);
-      const std::span<A> sums = [&] {
-        if constexpr (std::is_same_v<A, C>) return dx;
-        else return detail::scratch_buffer<A>(dx.size());
-      }();
-      route<C>(part.inputs(a.x), maxima(a, part), part.outputs(a.dy), part.geometry, sums);
-      detail::store_gradient<C, A>(sums, dx);
-    });
+    if (!a.dx.empty()) gradients<C, V>(a, nullptr);
   }
 
   /// backward, written over the input lent by the layer below (kind.hpp's lent_output): the
-  /// gradient of that layer's pre-activation. Sample by sample: dx summed in scratch memory as
-  /// backward sums it, then written over the sample, which nothing reads after, by
-  /// dense::write_lent_gradient. The bits of backward followed by the lending layer's, without a
-  /// buffer as large as the input (conv1's output: the CNN's largest).
+  /// gradient of that layer's pre-activation, sample by sample once the sample's windows are
+  /// routed (nothing reads that part of the input after), by dense::write_lent_gradient. The
+  /// bits of backward followed by the lending layer's, without a buffer as large as the input
+  /// (conv1's output: the CNN's largest).
   template <class C>
   static bool writes_gradient_over_input(const settings&) {
     return true;
@@ -74,13 +62,7 @@ struct max_pooling2d : detail::weightless_kind {
   template <class C, class V>
   static void backward_over_input(const detail::backward_args<max_pooling2d, C, V>& a,
                                   const detail::lent_output<C>& below) {
-    for_each_sample(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
-      using A = detail::accumulator_t<C>;
-      const std::span<C> x = part.inputs(below.values);
-      const std::span<A> sums = detail::scratch_buffer<A>(x.size());
-      route<C>(x, maxima(a, part), part.outputs(a.dy), part.geometry, sums);
-      dense::write_lent_gradient<C, A>(sums, below.activation, x);
-    });
+    gradients<C, V>(a, &below);
   }
 
   /// The output, lent as it is (no activation): the layer above may write its input gradient over
@@ -111,6 +93,20 @@ struct max_pooling2d : detail::weightless_kind {
     const detail::batch_split split(g.batch, g.height * g.width * g.channels);
     detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
       visit(detail::batch_chunk(g, g.channels, split, chunk));
+    });
+  }
+
+  /// backward's work, sample by sample: the gradients of overlapping windows summed in the
+  /// accumulator dtype (dense::input_gradient_sums), then stored once into a.dx or written over
+  /// `below` when there is one.
+  template <class C, class V>
+  static void gradients(const detail::backward_args<max_pooling2d, C, V>& a, const detail::lent_output<C>* below) {
+    using A = detail::accumulator_t<C>;
+    for_each_sample(a.settings.window.geometry(a.shape), [&](const detail::batch_chunk& part) {
+      const std::span<C> dx = part.inputs(below ? below->values : a.dx);
+      const std::span<A> sums = dense::input_gradient_sums<C>(dx, below);
+      route<C>(part.inputs(a.x), maxima(a, part), part.outputs(a.dy), part.geometry, sums);
+      dense::store_input_gradient<C, A>(sums, dx, below);
     });
   }
 
