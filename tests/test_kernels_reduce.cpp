@@ -800,6 +800,13 @@ TEST_CASE_TEMPLATE("column_max_backward rejects windows that do not fit, writing
   CHECK_THROWS_AS(kernels::column_max_backward<T>(window, maxima, gradient, other, 1, 2, 2), std::invalid_argument);
   if constexpr (std::is_same_v<T, G>)  // the gradient written over the window it reads
     CHECK_THROWS_AS(kernels::column_max_backward<T>(window, maxima, gradient, window, 1, 2, 2), std::invalid_argument);
+  // No maxima given: the columns are maxima_gradient's.
+  CHECK_THROWS_WITH_AS(kernels::column_max_backward<T>(window, {}, gradient, window_gradient, 1, 3, 3),
+                       "column_max_backward: rows of 3 elements do not hold whole rows of the 2 maxima.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::column_max_backward<T>(window, {}, {}, window_gradient, 1, 2, 2),
+                       "column_max_backward: rows of 2 elements do not hold whole rows of the 0 maxima.",
+                       std::invalid_argument);
   for (const G g : window_gradient) CHECK(g == G(3));  // no rejected call wrote anything
   call(2, 4, 6);  // exactly fits: rows at 0 and 6, the last ending at 10
 }
