@@ -7,7 +7,8 @@
 // OpenMP). mixprec_gemm_mlp: the bf16 GEMMs of an MLP training step (mlp_shapes), against
 // torch_gemm.py. The arithmetic peak these are a fraction of is bench_peak's. bfloat16 runs the
 // best native kernel the CPU has (AMX-BF16, else vdpbf16ps); bf16_to_f32_vdpbf16ps forces the
-// latter on CPUs with AMX.
+// latter on CPUs with AMX. *_prepacked: B packed once by kernels::pack_b before the loop (a layer's
+// weights in inference), against the same GEMM packing B on every call.
 #include <benchmark/benchmark.h>
 
 #include "bench_common.hpp"
@@ -50,27 +51,37 @@ void set_flops(benchmark::State& state, const gemm_size& size) {
 
 /// C (m x n) = op(A) (m x k) * op(B) (k x n), row-major, on `threads` threads; A stored k x m when
 /// transposed, B n x k.
+/// B packed by every call, or once before the loop (kernels::pack_b: a layer's weights in inference).
+enum class b_packing { per_call, prepacked };
+
 template <class TA, class TC>
 void run_mixprec_gemm(benchmark::State& state, const gemm_size& size, bool trans_a, bool trans_b,
-                      std::int64_t threads) {
+                      std::int64_t threads, b_packing packing = b_packing::per_call) {
   using mixprec::kernels::transpose;
   mixprec::kernels::set_num_threads(static_cast<std::size_t>(threads));
   const auto a = random_values<TA>(size.m * size.k, 1);
   const auto b = random_values<TA>(size.k * size.n, 2);
   std::vector<TC> c(size.m * size.n);
+  const transpose op_a = trans_a ? transpose::yes : transpose::no, op_b = trans_b ? transpose::yes : transpose::no;
+  const std::size_t lda = trans_a ? size.m : size.k, ldb = trans_b ? size.k : size.n;
+  const auto packed = packing == b_packing::prepacked ? mixprec::kernels::pack_b<TA>(op_b, size.k, size.n, b, ldb)
+                                                      : mixprec::kernels::packed_b<TA>();
   for (auto _ : state) {
-    mixprec::kernels::gemm(trans_a ? transpose::yes : transpose::no, trans_b ? transpose::yes : transpose::no, size.m,
-                           size.n, size.k, 1.0f, a.data(), trans_a ? size.m : size.k, b.data(),
-                           trans_b ? size.k : size.n, 0.0f, c.data(), size.n);
+    if (packing == b_packing::prepacked) {
+      mixprec::kernels::gemm(op_a, size.m, 1.0f, a.data(), lda, packed, 0.0f, c.data(), size.n);
+    } else {
+      mixprec::kernels::gemm(op_a, op_b, size.m, size.n, size.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(),
+                             size.n);
+    }
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
   set_flops(state, size);
 }
 
-template <class TA, class TC>
+template <class TA, class TC, b_packing Packing = b_packing::per_call>
 void BM_mixprec_gemm(benchmark::State& state) {
-  run_mixprec_gemm<TA, TC>(state, gemm_size(state), false, false, state.range(3));
+  run_mixprec_gemm<TA, TC>(state, gemm_size(state), false, false, state.range(3), Packing);
 }
 
 /// bfloat16 on the vdpbf16ps kernel where the CPU would run AMX-BF16 (skipped elsewhere: there
@@ -86,9 +97,9 @@ void BM_mixprec_gemm_bf16_vdpbf16ps(benchmark::State& state) {
 }
 
 /// Arguments m, n, k, trans_a, trans_b, threads (mlp_shapes).
-template <class TA, class TC>
+template <class TA, class TC, b_packing Packing = b_packing::per_call>
 void BM_mixprec_gemm_transposed(benchmark::State& state) {
-  run_mixprec_gemm<TA, TC>(state, gemm_size(state), state.range(3) != 0, state.range(4) != 0, state.range(5));
+  run_mixprec_gemm<TA, TC>(state, gemm_size(state), state.range(3) != 0, state.range(4) != 0, state.range(5), Packing);
 }
 
 template <class Scalar>
@@ -142,6 +153,13 @@ BENCHMARK(BM_mixprec_gemm<bfloat16, float>)->Name("mixprec_gemm/bf16_to_f32")->A
 BENCHMARK(BM_mixprec_gemm_bf16_vdpbf16ps)->Name("mixprec_gemm/bf16_to_f32_vdpbf16ps")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm<float16, float>)->Name("mixprec_gemm/f16_to_f32")->Apply(gemm_sizes);
 BENCHMARK(BM_mixprec_gemm_transposed<bfloat16, float>)->Name("mixprec_gemm_mlp/bf16_to_f32")->Apply(mlp_shapes);
+BENCHMARK(BM_mixprec_gemm<float, float, b_packing::prepacked>)->Name("mixprec_gemm_prepacked/f32")->Apply(gemm_sizes);
+BENCHMARK(BM_mixprec_gemm<bfloat16, float, b_packing::prepacked>)
+    ->Name("mixprec_gemm_prepacked/bf16_to_f32")
+    ->Apply(gemm_sizes);
+BENCHMARK(BM_mixprec_gemm_transposed<bfloat16, float, b_packing::prepacked>)
+    ->Name("mixprec_gemm_mlp_prepacked/bf16_to_f32")
+    ->Apply(mlp_shapes);
 BENCHMARK(BM_eigen_gemm<float>)->Name("eigen_gemm/f32_same_flags")->Apply(gemm_sizes);
 BENCHMARK(BM_eigen_gemm<Eigen::bfloat16>)->Name("eigen_gemm/bf16_scalar")->Apply(small_sizes);
 

@@ -606,6 +606,26 @@ TEST_CASE("a 16-bit C is the float32 C rounded: the same bits on random data, ev
   check_rounded_like_float_c<float16>(shapes);
 }
 
+/// Runs f once for each GEMM kernel switch setting that a GEMM with an A of dtype T can see:
+/// AMX-BF16 allowed, only vdpbf16ps, neither (bfloat16 only, where the CPU has them; a target
+/// below AVX3 runs its Highway kernel whatever the switches say), then restores the switches.
+template <class T, class F>
+void for_each_kernel_switch(F&& f) {
+  enum path { amx, vdpbf16ps, highway };
+  for (const path p : {amx, vdpbf16ps, highway}) {
+    const bool runs = p == highway || (std::is_same_v<T, bfloat16> && (p == amx ? kernels::detail::amx_bf16_supported()
+                                                                               : kernels::detail::native_bf16_supported()));
+    if (!runs) continue;
+    const std::string kernel = p == amx ? "AMX-BF16" : p == vdpbf16ps ? "vdpbf16ps" : "Highway";
+    INFO(kernel, " kernel where the target has it");
+    kernels::detail::set_amx_bf16_enabled(p == amx);
+    kernels::detail::set_native_bf16_enabled(p != highway);
+    f();
+  }
+  kernels::detail::set_amx_bf16_enabled(true);
+  kernels::detail::set_native_bf16_enabled(true);
+}
+
 /// A float B multiplied with a 16-bit A is read in A's dtype: C has the bits of the GEMM on B
 /// rounded first (kernels::convert), on every target, bfloat16 kernel and thread count. B holds
 /// what rounding can get wrong: ties (to even, both ways), float32 subnormals (vcvtne2ps2bf16
@@ -639,15 +659,7 @@ void check_float_b_read_as(const std::vector<shape>& shapes) {
       output<float> c0(sh.m, sh.n, 1);
       for (float& x : c0.storage) x = normal(rng);
       for_each_target([&](const std::string&) {
-        enum path { amx, vdpbf16ps, highway };
-        for (const path p : {amx, vdpbf16ps, highway}) {
-          const bool runs = p == highway || (std::is_same_v<T, bfloat16> && (p == amx ? kernels::detail::amx_bf16_supported()
-                                                                                     : kernels::detail::native_bf16_supported()));
-          if (!runs) continue;
-          const std::string kernel = p == amx ? "AMX-BF16" : p == vdpbf16ps ? "vdpbf16ps" : "Highway";
-          INFO(kernel, " kernel where the target has it");
-          kernels::detail::set_amx_bf16_enabled(p == amx);
-          kernels::detail::set_native_bf16_enabled(p != highway);
+        for_each_kernel_switch<T>([&] {
           for (std::size_t threads : {1, 2}) {
             INFO(threads, " threads");
             kernels::set_num_threads(threads);
@@ -656,9 +668,7 @@ void check_float_b_read_as(const std::vector<shape>& shapes) {
             run_gemm(a, rounded, from_copy, {0.75f, 0.5f});
             CHECK(same_bits(from_float.storage, from_copy.storage));
           }
-        }
-        kernels::detail::set_amx_bf16_enabled(true);
-        kernels::detail::set_native_bf16_enabled(true);
+        });
       });
     }
   }
@@ -1015,4 +1025,132 @@ TEST_CASE("gemm deduces the dtypes from containers") {
   std::vector<float> too_short;
   CHECK_THROWS_AS(kernels::gemm(transpose::no, transpose::no, 1, 1, 2, 1.0f, a, 2, b, 1, 0.0f, too_short, 1),
                   std::invalid_argument);
+}
+
+/// gemm with B packed by pack_b gives the bits of gemm with B itself: every target, bfloat16
+/// kernel (AMX, vdpbf16ps, Highway where the target has them), transposition, 1 and 2 threads,
+/// with a float B too for a 16-bit A; the padding of C untouched.
+template <class TA, class TB, class TC>
+void check_packed_b(const std::vector<shape>& shapes) {
+  INFO("dtypes A ", dtype<TA>(), ", B ", dtype<TB>(), ", C ", dtype<TC>());
+  thread_count_scope restore;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal;
+  for (const shape& sh : shapes) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool trans_a = (trans & 1) != 0, trans_b = (trans & 2) != 0;
+      const scaling sc{0.75f, trans == 1 ? 0.0f : -0.5f};
+      INFO(describe(sh, trans_a, trans_b, sc));
+      operand<TA> a(sh.m, sh.k, trans_a, 1);
+      operand<TB> b(sh.k, sh.n, trans_b, 2);
+      a.fill([&] { return normal(rng); });
+      b.fill([&] { return normal(rng); });
+      output<TC> c0(sh.m, sh.n, 3);
+      for (std::size_t i = 0; i < sh.m; ++i)
+        for (std::size_t j = 0; j < sh.n; ++j) c0.at(i, j) = TC(sc.beta == 0.0f ? nan_f : normal(rng));
+      for_each_target([&](const std::string&) {
+        for_each_kernel_switch<TA>([&] {
+          const kernels::packed_b<TA> packed = kernels::pack_b<TA>(trans_b ? transpose::yes : transpose::no, sh.k, sh.n,
+                                                                    b.storage.data(), b.ld);
+          REQUIRE(packed.usable());
+          CHECK(packed.k() == sh.k);
+          CHECK(packed.n() == sh.n);
+          for (std::size_t threads : {1, 2}) {
+            INFO(threads, " threads");
+            kernels::set_num_threads(threads);
+            output<TC> from_b = c0, from_packed = c0;
+            run_gemm(a, b, from_b, sc);
+            kernels::gemm(trans_a ? transpose::yes : transpose::no, sh.m, sc.alpha, a.storage.data(), a.ld, packed,
+                          sc.beta, from_packed.storage.data(), from_packed.ld);
+            CHECK(same_bits(from_packed.storage, from_b.storage));
+          }
+        });
+      });
+    }
+  }
+}
+
+TEST_CASE("gemm with a packed B gives the bits of gemm with B, on every target, kernel and thread count") {
+  // Past kc (1100: two native blocks, five Highway ones) and nc (1100 columns), one vector wide or
+  // less (the narrow kernel), a depth split (small C, long k), a 16-bit C in two row chunks
+  // (600 > 576 rows), ragged tiles everywhere, k and n of 1.
+  const std::vector<shape> shapes{{37, 70, 1100}, {20, 10, 300}, {9, 32, 5000}, {600, 40, 50},
+                                  {45, 1100, 40}, {3, 1, 1},     {1, 17, 33}};
+  check_packed_b<float, float, float>(shapes);
+  check_packed_b<bfloat16, bfloat16, float>(shapes);
+  check_packed_b<bfloat16, bfloat16, bfloat16>(shapes);
+  check_packed_b<bfloat16, float, float>(shapes);
+  check_packed_b<float16, float16, float>(shapes);
+  check_packed_b<float16, float16, float16>(shapes);
+  check_packed_b<float16, float, float>(shapes);
+}
+
+TEST_CASE("a packed B: refused when empty or packed for another kernel, bad leading dimensions and sizes") {
+  using doctest::Contains;
+  const std::vector<float> a(6, 1.0f), b(6, 2.0f);  // A 2 x 3, B 3 x 2
+  std::vector<float> c(4, 7.0f);
+  const auto packed = kernels::pack_b<float>(transpose::no, 3, 2, b, 2);
+  kernels::gemm(transpose::no, 2, 1.0f, a, 3, packed, 0.0f, c, 2);
+  CHECK(c == std::vector<float>(4, 6.0f));
+  CHECK(packed.bytes() >= 6 * sizeof(float));
+  const kernels::packed_b<float> copy = packed;  // shares the packing
+  CHECK(copy.bytes() == packed.bytes());
+
+  kernels::packed_b<float> empty;
+  CHECK(empty.empty());
+  CHECK_FALSE(empty.usable());
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 2, 1.0f, a, 3, empty, 0.0f, c, 2),
+                       "gemm: the packed B is empty (default-constructed or moved from); pack one with kernels::pack_b.",
+                       std::invalid_argument);
+  std::fill(c.begin(), c.end(), 7.0f);
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 2, 1.0f, a, 2, packed, 0.0f, c, 2),
+                       Contains("gemm: lda = 2 is too small"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 2, 1.0f, a, 3, packed, 0.0f, c, 1),
+                       Contains("ldc must be at least n = 2"), std::invalid_argument);
+  std::vector<float> short_c(3, 7.0f);
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 2, 1.0f, a, 3, packed, 0.0f, short_c, 2),
+                       "gemm: C has 3 elements but needs 4 (2 rows 2 apart, of 2).", std::invalid_argument);
+  CHECK(c == std::vector<float>(4, 7.0f));
+  CHECK(short_c == std::vector<float>(3, 7.0f));
+  CHECK_THROWS_WITH_AS(kernels::pack_b<float>(transpose::no, 3, 2, b, 1), Contains("ldb must be at least n = 2"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::pack_b<float>(transpose::no, 3, 3, b, 3), "gemm: B has 6 elements but needs 9 (3 rows 3 apart, of 3).",
+                       std::invalid_argument);
+
+  // Packed on one target, multiplied on another: refused, naming both kernels.
+  const auto targets = kernels::supported_targets();
+  REQUIRE(targets.size() >= 2);
+  kernels::packed_b<float> packed_on_best;
+  {
+    kernels::target_scope best(targets.front());
+    packed_on_best = kernels::pack_b<float>(transpose::no, 3, 2, b, 2);
+    CHECK(packed_on_best.usable());
+  }
+  kernels::target_scope other(targets.back());
+  CHECK_FALSE(packed_on_best.usable());
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 2, 1.0f, a, 3, packed_on_best, 0.0f, c, 2),
+                       Contains(("gemm: B was packed for the " + targets.front() + " Highway one-vector kernel, but "
+                                 "this GEMM would run the " + targets.back() + " Highway")
+                                    .c_str()),
+                       std::invalid_argument);
+  CHECK(c == std::vector<float>(4, 7.0f));
+}
+
+TEST_CASE("a bfloat16 B packed for AMX-BF16 is refused once AMX is switched off") {
+  if (!kernels::detail::gemm_uses_amx_bf16()) {
+    MESSAGE("skipped: this CPU (or OS) does not run the AMX-BF16 kernel");
+    return;
+  }
+  const std::vector<bfloat16> a(64, bfloat16(1.0f)), b(64 * 64, bfloat16(0.5f));
+  std::vector<float> c(64 * 64);
+  const auto packed = kernels::pack_b<bfloat16>(transpose::no, 64, 64, b, 64);
+  kernels::detail::set_amx_bf16_enabled(false);
+  CHECK_FALSE(packed.usable());
+  CHECK_THROWS_WITH_AS(kernels::gemm(transpose::no, 1, 1.0f, a, 64, packed, 0.0f, c, 64),
+                       "gemm: B was packed for the AVX3 AMX-BF16 kernel, but this GEMM would run the AVX3 vdpbf16ps "
+                       "kernel (the target was forced or a kernel switched since it was packed); pack B again with "
+                       "kernels::pack_b.",
+                       std::invalid_argument);
+  kernels::detail::set_amx_bf16_enabled(true);
+  CHECK(packed.usable());
 }

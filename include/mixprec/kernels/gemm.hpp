@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -120,6 +121,126 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
           std::size_t lda, const B& b, std::size_t ldb, float beta, C&& c, std::size_t ldc) {
   kernels::gemm(trans_a, trans_b, m, n, k, alpha, detail::input_span(a), lda, detail::input_span(b), ldb, beta,
                 detail::output_span(std::forward<C>(c)), ldc);
+}
+
+namespace detail {
+struct packed_b_access;
+}  // namespace detail
+
+/// op(B) packed once for GEMMs with an A of dtype TA (kernels::pack_b), what gemm otherwise packs
+/// on every call: for a product by the same B many times, as a layer's weights in inference. It
+/// is laid out for the micro-kernel and CPU target such a GEMM runs when it is packed; forcing
+/// another target (target_scope) or switching a native kernel off (set_amx_bf16_enabled, ...)
+/// makes it unusable (usable() says so, and gemm throws): pack it again then. Immutable; copies
+/// share the packed elements.
+template <class TA>
+class packed_b {
+ public:
+  packed_b() = default;  // empty: gemm refuses it
+  std::size_t k() const { return data_ ? data_->k : 0; }
+  std::size_t n() const { return data_ ? data_->n : 0; }
+  /// The packed elements' memory (the panels are zero-padded to whole tiles).
+  std::size_t bytes() const { return data_ ? data_->bytes : 0; }
+  bool empty() const { return !data_; }
+  /// Whether a gemm with it called now runs the kernel it was packed for.
+  bool usable() const { return data_ && detail::gemm_kernel<TA>(data_->n) == data_->kernel; }
+
+ private:
+  friend struct detail::packed_b_access;
+  explicit packed_b(detail::packed_b_data data)
+      : data_(std::make_shared<const detail::packed_b_data>(std::move(data))) {}
+  std::shared_ptr<const detail::packed_b_data> data_;
+};
+
+namespace detail {
+
+template <class TA, class TB>
+inline constexpr bool is_pack_b_dtype_combination = is_gemm_dtype_combination<TA, TB, float>;
+
+struct packed_b_access {
+  template <class TA>
+  static packed_b<TA> make(packed_b_data data) {
+    return packed_b<TA>(std::move(data));
+  }
+  template <class TA>
+  static const packed_b_data* data(const packed_b<TA>& b) {
+    return b.data_.get();
+  }
+};
+
+/// std::invalid_argument for a packed B gemm cannot use: empty, or packed for another kernel
+/// than `now` (out of line: the message names the targets).
+[[noreturn]] MIXPREC_KERNEL_API void throw_packed_b_error(const packed_b_data* packed, gemm_kernel_choice now);
+
+}  // namespace detail
+
+/// Packs op(B), k x n (B is k x n with leading dimension ldb, or n x k when transposed), for
+/// gemm calls with an A of dtype TA (named: it is not deduced). TB is TA, or float with a
+/// bfloat16 or float16 TA (each element rounded to TA, nearest even, as gemm reads it). A gemm
+/// with the packed B gives the bits of gemm with B itself. A leading dimension shorter than its
+/// row throws std::invalid_argument.
+template <class TA, class TB>
+packed_b<TA> pack_b(transpose trans_b, std::size_t k, std::size_t n, const TB* b, std::size_t ldb) {
+  static_assert(detail::is_pack_b_dtype_combination<TA, TB>,
+                "mixprec::kernels::pack_b packs a B of the A dtype (float, bfloat16 or float16), or a float B for a "
+                "bfloat16 or float16 A; name the A dtype: kernels::pack_b<bfloat16>(...)");
+  if constexpr (detail::is_pack_b_dtype_combination<TA, TB>) {
+    detail::gemm_operands(transpose::no, trans_b, 0, n, k, k, ldb, n);
+    return detail::packed_b_access::make<TA>(
+        detail::pack_b<TA, TB>(detail::pack_b_problem<TB>{trans_b == transpose::yes, k, n, b, ldb}));
+  }
+}
+
+/// The same from a span, which must hold every element of B (else std::invalid_argument).
+template <class TA, class TB>
+packed_b<TA> pack_b(transpose trans_b, std::size_t k, std::size_t n, std::span<const TB> b, std::size_t ldb) {
+  const detail::gemm_operands operands(transpose::no, trans_b, 0, n, k, k, ldb, n);
+  detail::check_extent(operands.b, b.size());
+  return pack_b<TA>(trans_b, k, n, b.data(), ldb);
+}
+
+/// The same from any contiguous range (std::vector, std::array, spans).
+template <class TA, detail::input_range B>
+packed_b<TA> pack_b(transpose trans_b, std::size_t k, std::size_t n, const B& b, std::size_t ldb) {
+  return kernels::pack_b<TA>(trans_b, k, n, detail::input_span(b), ldb);
+}
+
+/// C = alpha * op(A) * op(B) + beta * C with op(B) packed by pack_b (k and n are its own): the
+/// gemm above, with the same dtypes for (A, C), without packing B. An empty packed B, or one
+/// packed for another kernel than this call would run (see packed_b), throws
+/// std::invalid_argument, as does a leading dimension shorter than its row.
+template <class TA, class TC>
+void gemm(transpose trans_a, std::size_t m, float alpha, const TA* a, std::size_t lda, const packed_b<TA>& b,
+          float beta, TC* c, std::size_t ldc) {
+  static_assert(detail::is_gemm_dtype_combination<TA, TA, TC>,
+                "mixprec::kernels::gemm with a packed B supports (A, C) dtypes (float, float), (bfloat16, float), "
+                "(bfloat16, bfloat16), (float16, float) and (float16, float16)");
+  if constexpr (detail::is_gemm_dtype_combination<TA, TA, TC>) {
+    const detail::packed_b_data* packed = detail::packed_b_access::data(b);
+    if (!packed) detail::throw_packed_b_error(nullptr, {});
+    detail::gemm_operands(trans_a, transpose::no, m, packed->n, packed->k, lda, packed->n, ldc);
+    const detail::gemm_kernel_choice now = detail::gemm_kernel<TA>(packed->n);
+    if (now != packed->kernel) detail::throw_packed_b_error(packed, now);
+    detail::gemm(detail::gemm_problem<TA, TA, TC>{trans_a == transpose::yes, false, m, packed->n, packed->k, alpha, a,
+                                                  lda, nullptr, packed->n, beta, c, ldc, packed});
+  }
+}
+
+/// The same on spans, which must hold every element gemm touches (else std::invalid_argument).
+template <class TA, class TC>
+void gemm(transpose trans_a, std::size_t m, float alpha, std::span<const TA> a, std::size_t lda,
+          const packed_b<TA>& b, float beta, std::span<TC> c, std::size_t ldc) {
+  const detail::gemm_operands operands(trans_a, transpose::no, m, b.n(), b.k(), lda, b.n(), ldc);
+  detail::check_extent(operands.a, a.size());
+  detail::check_extent(operands.c, c.size());
+  gemm(trans_a, m, alpha, a.data(), lda, b, beta, c.data(), ldc);
+}
+
+/// The same on any contiguous ranges, the dtypes deduced.
+template <detail::input_range A, class TA, detail::output_range C>
+void gemm(transpose trans_a, std::size_t m, float alpha, const A& a, std::size_t lda, const packed_b<TA>& b,
+          float beta, C&& c, std::size_t ldc) {
+  kernels::gemm(trans_a, m, alpha, detail::input_span(a), lda, b, beta, detail::output_span(std::forward<C>(c)), ldc);
 }
 
 /// Threads the GEMM splits its work across, the calling thread included; 0 means

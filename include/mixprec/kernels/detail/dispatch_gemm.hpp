@@ -28,6 +28,8 @@ MIXPREC_KERNELS_EXPORT(GemmF16ToF32);
 MIXPREC_KERNELS_EXPORT(GemmF16ToF16);
 MIXPREC_KERNELS_EXPORT(GemmF16F32ToF32);
 MIXPREC_KERNELS_EXPORT(GemmUsesNativeBF16);
+MIXPREC_KERNELS_EXPORT(PackB);
+MIXPREC_KERNELS_EXPORT(GemmKernel);
 
 namespace detail {
 
@@ -73,6 +75,41 @@ MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float16, f
 MIXPREC_KERNEL_ENTRY_DEFINITION void gemm(const gemm_problem<float16, float, float>& problem) {
   MIXPREC_KERNELS_DISPATCH(GemmF16F32ToF32)(problem);
 }
+
+inline std::string gemm_kernel_name(gemm_kernel_choice kernel) {
+  constexpr const char* kinds[] = {"Highway", "Highway one-vector", "vdpbf16ps", "AMX-BF16"};
+  return std::string(hwy::TargetName(kernel.target)) + " " + kinds[static_cast<int>(kernel.kind)];
+}
+
+[[noreturn]] MIXPREC_KERNEL_API void throw_packed_b_error(const packed_b_data* packed, gemm_kernel_choice now) {
+  if (!packed)
+    throw std::invalid_argument("gemm: the packed B is empty (default-constructed or moved from); pack one with "
+                                "kernels::pack_b.");
+  throw std::invalid_argument("gemm: B was packed for the " + gemm_kernel_name(packed->kernel) +
+                              " kernel, but this GEMM would run the " + gemm_kernel_name(now) +
+                              " kernel (the target was forced or a kernel switched since it was packed); pack B "
+                              "again with kernels::pack_b.");
+}
+
+template <class TA, class TB>
+packed_b_data pack_b(const pack_b_problem<TB>& problem) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(PackB, TA, TB)(problem);
+}
+template <class TA>
+gemm_kernel_choice gemm_kernel(std::size_t n) {
+  return MIXPREC_KERNELS_DISPATCH_FOR(GemmKernel, TA)(n);
+}
+#ifdef MIXPREC_SEPARATE_KERNELS
+// Single-TU mode: packing for every (A, B) dtype pair gemm takes.
+template packed_b_data pack_b<float, float>(const pack_b_problem<float>&);
+template packed_b_data pack_b<bfloat16, bfloat16>(const pack_b_problem<bfloat16>&);
+template packed_b_data pack_b<bfloat16, float>(const pack_b_problem<float>&);
+template packed_b_data pack_b<float16, float16>(const pack_b_problem<float16>&);
+template packed_b_data pack_b<float16, float>(const pack_b_problem<float>&);
+template gemm_kernel_choice gemm_kernel<float>(std::size_t);
+template gemm_kernel_choice gemm_kernel<bfloat16>(std::size_t);
+template gemm_kernel_choice gemm_kernel<float16>(std::size_t);
+#endif
 
 struct gemm_pool_setting {
   std::mutex mutex;

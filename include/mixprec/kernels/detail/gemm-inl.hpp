@@ -211,6 +211,7 @@ inline constexpr std::size_t highway_tile_rows = 6;
 /// sees the same operations whatever the tile's shape, so targets that fuse alike (AVX3 and
 /// AVX2; SSE4 and SCALAR) agree to the bit.
 struct highway_kernel : highway_packing<highway_tile_rows> {
+  static constexpr kd::gemm_kernel_kind kind = kd::gemm_kernel_kind::highway;
   static constexpr std::size_t max_tile_columns = 2 * kMaxLanes;
   static std::size_t tile_columns() { return 2 * hn::Lanes(D()); }
 
@@ -246,6 +247,7 @@ struct highway_kernel : highway_packing<highway_tile_rows> {
 /// 1 vector in 12 accumulators, 12 multiply-adds per depth step. Each element of C sees the same
 /// operations as in highway_kernel, so which of the two runs does not change a bit.
 struct highway_narrow_kernel : highway_packing<12> {
+  static constexpr kd::gemm_kernel_kind kind = kd::gemm_kernel_kind::highway_narrow;
   static constexpr std::size_t max_tile_columns = kMaxLanes;
   static std::size_t tile_columns() { return hn::Lanes(D()); }
 
@@ -267,6 +269,7 @@ struct highway_narrow_kernel : highway_packing<12> {
 /// The vdpbf16ps micro-kernel (12 x 32) and its pair packing, for bfloat16 operands only; its
 /// blocking comes from this machine's L2 size.
 struct native_bf16_kernel {
+  static constexpr kd::gemm_kernel_kind kind = kd::gemm_kernel_kind::native_bf16;
   using packed_type = std::uint32_t;
   static constexpr std::size_t tile_rows = kd::native_bf16::tile_rows;
   static constexpr std::size_t max_tile_columns = kd::native_bf16::tile_columns;
@@ -307,6 +310,7 @@ struct native_bf16_kernel {
 /// steps of 16 pairs; the vdpbf16ps kernel's depth blocks (its results, too, depend on them), row
 /// blocks of whole tiles (144 rows would end every block in a half-empty tile).
 struct amx_bf16_kernel {
+  static constexpr kd::gemm_kernel_kind kind = kd::gemm_kernel_kind::amx_bf16;
   using packed_type = std::uint32_t;
   static constexpr std::size_t tile_rows = kd::amx::tile_rows;
   static constexpr std::size_t max_tile_columns = kd::amx::tile_columns;
@@ -459,7 +463,9 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
   kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
   const std::size_t packed_depth = Kernel::packed_depth(kc);
   packed_type* packed_a = workspace.packed_a.get<packed_type>(packed_depth * kd::round_up(mc, Kernel::tile_rows));
-  packed_type* packed_b = workspace.packed_b.get<packed_type>(packed_depth * kd::round_up(nc, tile_columns));
+  const kd::packed_b_data* prepacked = problem.packed_b;
+  packed_type* packed_b =
+      prepacked ? nullptr : workspace.packed_b.get<packed_type>(packed_depth * kd::round_up(nc, tile_columns));
   float* sums = accumulate_in_c ? nullptr : workspace.accumulators.get<float>(chunk * nc);
 
   if constexpr (requires { Kernel::begin(); }) Kernel::begin();
@@ -487,11 +493,20 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
                                         workspace);
           }
         };
-        // B is packed whole before A's first block, or as the first block's multiplication goes.
+        // B is packed whole before A's first block, or as the first block's multiplication goes,
+        // or was packed before the call: the block's panels of columns [jc, jc + nc), which start
+        // on a panel (the thread split and nc are whole panels).
         const std::size_t packed_b_bytes =
             Kernel::packed_depth(depth) * kd::round_up(block_columns, tile_columns) * sizeof(packed_type);
-        const bool pack_b_before_use = Kernel::packs_b_before_use(packed_b_bytes);
-        if (!pack_b_before_use) pack_b_columns(0, block_columns, packed_b);
+        const bool pack_b_before_use = !prepacked && Kernel::packs_b_before_use(packed_b_bytes);
+        const packed_type* b_block = packed_b;
+        if (prepacked) {
+          b_block = static_cast<const packed_type*>(prepacked->storage.get()) +
+                    prepacked->block_offsets[problem.packed_b_first_block + pc / kc] +
+                    jc * Kernel::packed_depth(depth);
+        } else if (!pack_b_before_use) {
+          pack_b_columns(0, block_columns, packed_b);
+        }
         const kd::gemm_tile_update update{problem.alpha, accumulate_in_c ? problem.beta : 0.0f, pc != 0};
         for (std::size_t ic = chunk_begin; ic < chunk_end; ic += mc) {
           const std::size_t block_rows = std::min(mc, chunk_end - ic);
@@ -506,7 +521,7 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
             multiply_packing_b<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, block_dst, ldd, update,
                                        pack_b_columns);
           } else {
-            multiply_packed<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, block_dst, ldd, update);
+            multiply_packed<Kernel>(packed_a, b_block, block_rows, block_columns, depth, block_dst, ldd, update);
           }
         }
       }
@@ -542,11 +557,14 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
                                                1.0f,
                                                problem.a + (problem.trans_a ? pc * problem.lda : pc),
                                                problem.lda,
-                                               problem.b + (problem.trans_b ? pc : pc * problem.ldb),
+                                               problem.packed_b ? nullptr
+                                                                : problem.b + (problem.trans_b ? pc : pc * problem.ldb),
                                                problem.ldb,
                                                0.0f,
                                                block_sums + block * block_size,
-                                               ld};
+                                               ld,
+                                               problem.packed_b,
+                                               problem.packed_b_first_block + block};
     multiply_rectangle<Kernel>(part, {0, m}, {0, n});
   });
   // D = alpha * sum_0 (+ beta * C for a float C), D += alpha * sum_b; D overwrites sum_0.
@@ -626,24 +644,73 @@ inline bool amx_bf16_usable() {
 }
 #endif
 
-template <class TA, class TB, class TC>
-void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
-  if (problem.m == 0 || problem.n == 0) return;
-  if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
+template <class Kernel>
+struct kernel_tag {
+  using type = Kernel;
+};
+
+/// Calls run(kernel_tag<Kernel>()) with the micro-kernel a GEMM with an A of dtype TA and n
+/// columns runs on this target now: the one place that chooses it.
+template <class TA, class Run>
+decltype(auto) with_kernel(std::size_t n, Run&& run) {
 #if MIXPREC_KERNELS_GEMM_NATIVE_BF16
   if constexpr (std::is_same_v<TA, bfloat16>) {  // B: bfloat16, or float rounded to it
 #ifdef MIXPREC_KERNELS_HAVE_AMX
-    if (amx_bf16_usable()) return run_on_pool<amx_bf16_kernel>(problem);
+    if (amx_bf16_usable()) return run(kernel_tag<amx_bf16_kernel>());
 #endif
-    if (native_bf16_usable()) return run_on_pool<native_bf16_kernel>(problem);
+    if (native_bf16_usable()) return run(kernel_tag<native_bf16_kernel>());
   }
 #endif
 #if HWY_TARGET <= HWY_AVX2
   // Not compiled for SSE4 and SCALAR, where "narrow" means n <= 4 or 1 (rare, and the two-vector
   // tile gives the same bits): it would cost every TU that calls a GEMM two more kernels.
-  if (problem.n <= hn::Lanes(D())) return run_on_pool<highway_narrow_kernel>(problem);
+  if (n <= hn::Lanes(D())) return run(kernel_tag<highway_narrow_kernel>());
+#else
+  (void)n;
 #endif
-  run_on_pool<highway_kernel>(problem);
+  return run(kernel_tag<highway_kernel>());
+}
+
+template <class TA, class TB, class TC>
+void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
+  if (problem.m == 0 || problem.n == 0) return;
+  if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
+  with_kernel<TA>(problem.n, [&](auto kernel) { run_on_pool<typename decltype(kernel)::type>(problem); });
+}
+
+/// op(B) packed whole, depth block by depth block, as multiply_rectangle packs a block's
+/// columns, for the kernel a GEMM with an A of dtype TA runs now.
+template <class TA, class TB>
+kd::packed_b_data pack_whole_b(const kd::pack_b_problem<TB>& problem) {
+  return with_kernel<TA>(problem.n, [&](auto kernel) {
+    using Kernel = typename decltype(kernel)::type;
+    using packed_type = typename Kernel::packed_type;
+    kd::packed_b_data packed;
+    packed.kernel = {HWY_TARGET, Kernel::kind};
+    packed.k = problem.k;
+    packed.n = problem.n;
+    packed.kc = std::min(Kernel::blocks().kc, problem.k);
+    packed.tile_columns = Kernel::tile_columns();
+    const std::size_t padded_columns = kd::round_up(problem.n, packed.tile_columns);
+    std::size_t elements = 0;
+    for (std::size_t pc = 0; pc < problem.k; pc += packed.kc) {
+      packed.block_offsets.push_back(elements);
+      elements += Kernel::packed_depth(std::min(packed.kc, problem.k - pc)) * padded_columns;
+    }
+    packed.bytes = std::max<std::size_t>(elements, 1) * sizeof(packed_type);
+    packed.storage.reset(::operator new(packed.bytes, std::align_val_t{64}));
+    auto* to = static_cast<packed_type*>(packed.storage.get());
+    kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
+    for (std::size_t block = 0; block < packed.block_offsets.size(); ++block) {
+      const std::size_t pc = block * packed.kc, depth = std::min(packed.kc, problem.k - pc);
+      const TB* from = problem.trans_b ? problem.b + pc : problem.b + pc * problem.ldb;
+      const std::size_t lane_stride = problem.trans_b ? problem.ldb : 1;
+      const std::size_t depth_stride = problem.trans_b ? 1 : problem.ldb;
+      Kernel::template pack_b<TA>(from, lane_stride, depth_stride, problem.n, depth, packed.tile_columns,
+                                  to + packed.block_offsets[block], workspace);
+    }
+    return packed;
+  });
 }
 
 }  // namespace gemm_kernels
@@ -666,6 +733,16 @@ template <class = void>
 void GemmF16F32ToF32(const detail::gemm_problem<float16, float, float>& problem) { gemm_kernels::run_gemm(problem); }
 template <class = void>
 bool GemmUsesNativeBF16() { return gemm_kernels::native_bf16_usable(); }
+template <class TA, class TB>
+detail::packed_b_data PackB(const detail::pack_b_problem<TB>& problem) {
+  return gemm_kernels::pack_whole_b<TA>(problem);
+}
+template <class TA>
+detail::gemm_kernel_choice GemmKernel(std::size_t n) {
+  return gemm_kernels::with_kernel<TA>(n, [](auto kernel) {
+    return detail::gemm_kernel_choice{HWY_TARGET, decltype(kernel)::type::kind};
+  });
+}
 
 MIXPREC_KERNELS_END
 

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
+#include <vector>
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
@@ -16,8 +19,47 @@ class thread_pool;
 
 namespace detail {
 
+/// The micro-kernel a GEMM runs, and the target whose code runs it: what a packed B is laid out
+/// for (gemm_kernels::with_kernel in gemm-inl.hpp chooses it).
+enum class gemm_kernel_kind : std::uint8_t { highway, highway_narrow, native_bf16, amx_bf16 };
+struct gemm_kernel_choice {
+  std::int64_t target = 0;  // a HWY_TARGET bit
+  gemm_kernel_kind kind = gemm_kernel_kind::highway;
+  bool operator==(const gemm_kernel_choice&) const = default;
+};
+
+/// What kernels::packed_b holds: op(B) (k x n) packed once, as a GEMM with the chosen kernel packs
+/// it per call. Depth block b (kc deep, the last one shorter) starts at block_offsets[b] elements
+/// of the kernel's packed type and holds the block's panels of tile_columns columns, every column
+/// of op(B), one after the other.
+struct packed_b_data {
+  struct aligned_delete {
+    void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  gemm_kernel_choice kernel;
+  std::size_t k = 0;
+  std::size_t n = 0;
+  std::size_t kc = 0;
+  std::size_t tile_columns = 0;
+  std::vector<std::size_t> block_offsets;
+  std::size_t bytes = 0;
+  std::unique_ptr<void, aligned_delete> storage;
+};
+
+/// op(B) to pack: k x n, B[p][j] or, when trans_b, B[j][p] (leading dimension ldb, checked).
+template <class TB>
+struct pack_b_problem {
+  bool trans_b;
+  std::size_t k;
+  std::size_t n;
+  const TB* b;
+  std::size_t ldb;
+};
+
 /// C = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X, or X transposed when trans_x.
 /// The leading dimensions are already checked. A float B with a 16-bit A is read in A's dtype.
+/// With `packed_b`, op(B) is read from there, from its depth block packed_b_first_block on (b is
+/// not read); it was packed for the kernel this call runs (checked by the caller).
 template <class TA, class TB, class TC>
 struct gemm_problem {
   bool trans_a;
@@ -33,6 +75,8 @@ struct gemm_problem {
   float beta;
   TC* c;
   std::size_t ldc;
+  const packed_b_data* packed_b = nullptr;
+  std::size_t packed_b_first_block = 0;
 };
 
 /// A row-major matrix as gemm sees it, for argument checks: `rows` rows of `row_length`
@@ -62,6 +106,14 @@ MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<bfloat16, float, float>& probl
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float16>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float, float>& problem);
+
+/// op(B) packed for GEMMs with an A of dtype TA, for the kernel such a GEMM of n columns runs now
+/// (kernels::pack_b); TB is TA or float (read as TA).
+template <class TA, class TB>
+packed_b_data pack_b(const pack_b_problem<TB>& problem);
+/// The kernel a GEMM with an A of dtype TA and n columns runs if called now.
+template <class TA>
+gemm_kernel_choice gemm_kernel(std::size_t n);
 
 /// The pool the GEMM kernels split their work across (created on first use, replaced by
 /// kernels::set_num_threads; a running GEMM keeps the pool it started with).
