@@ -44,35 +44,46 @@ void set_flops(benchmark::State& state, double flops_per_pass) {
                                                  benchmark::Counter::kIsRate);
 }
 
-/// A Dense layer by hand: the GEMM accumulates in float32 (a float32 output is its own
-/// accumulator, as in the library; 16-bit outputs use `scratch`), then the fused bias + activation
-/// epilogue rounds once to C.
+/// A layer's kernel (k x units) packed once for products computing in C, as the library's
+/// inference calls keep it.
 template <class C, class Layer>
-void dense_by_hand(std::span<const C> in, std::size_t rows, std::size_t k, const Layer& layer, std::size_t units,
+kernels::packed_b<C> packed_kernel(const Layer& layer, std::size_t k, std::size_t units) {
+  return kernels::pack_b<C>(kernels::transpose::no, k, units, layer.kernel.value().values(), units);
+}
+
+/// A Dense layer by hand: the GEMM (its kernel packed once) accumulates in float32 (a float32
+/// output is its own accumulator, as in the library; 16-bit outputs use `scratch`), then the fused
+/// bias + activation epilogue rounds once to C.
+template <class C, class Layer>
+void dense_by_hand(std::span<const C> in, std::size_t rows, const kernels::packed_b<C>& kernel, const Layer& layer,
                    kernels::activation a, std::span<C> out, std::span<float> scratch) {
+  const std::size_t units = kernel.n();
   const std::span<float> acc = [&] {
     if constexpr (std::is_same_v<C, float>) return out.first(rows * units);
     else return scratch.first(rows * units);
   }();
-  kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, k, 1.0f, in.data(), k,
-                layer.kernel.compute_value().data(), units, 0.0f, acc.data(), units);
+  kernels::gemm(kernels::transpose::no, rows, 1.0f, in.data(), kernel.k(), kernel, 0.0f, acc.data(), units);
   kernels::bias_activation<C>(acc, layer.bias.compute_value().values(), a, out.first(rows * units), units);
 }
 
-/// The MLP hand-written on the kernels: buffers allocated once, weights already in the compute
-/// dtype (taken from a Sequential, so both compute the same thing), one conversion of the input.
+/// The MLP hand-written on the kernels: buffers allocated once, kernels packed once (taken from a
+/// Sequential, so both compute the same thing), one conversion of the input.
 template <class P>
 class handwritten_mlp {
   using C = typename P::compute_dtype;
 
  public:
-  explicit handwritten_mlp(const mlp<P>& model) : model_(model) {}
+  explicit handwritten_mlp(const mlp<P>& model)
+      : model_(model),
+        kernels_{packed_kernel<C>(model.template layer<0>(), 784, 1024),
+                 packed_kernel<C>(model.template layer<1>(), 1024, 1024),
+                 packed_kernel<C>(model.template layer<2>(), 1024, 10)} {}
 
   const float* operator()(const Tensor<float, dynamic, 784>& x) {
     kernels::convert<float, C>(x.values(), std::span(x_c_));
-    dense(x_c_, 784, model_.template layer<0>(), 1024, kernels::activation::relu, h0_);
-    dense(h0_, 1024, model_.template layer<1>(), 1024, kernels::activation::relu, h1_);
-    dense(h1_, 1024, model_.template layer<2>(), 10, kernels::activation::linear, logits_);
+    dense(x_c_, kernels_[0], model_.template layer<0>(), kernels::activation::relu, h0_);
+    dense(h0_, kernels_[1], model_.template layer<1>(), kernels::activation::relu, h1_);
+    dense(h1_, kernels_[2], model_.template layer<2>(), kernels::activation::linear, logits_);
     kernels::convert<C, float>(logits_, std::span(logits32_));
     kernels::softmax_rows<float>(logits32_, probabilities_, 10);
     return probabilities_.data();
@@ -80,12 +91,13 @@ class handwritten_mlp {
 
  private:
   template <class Layer>
-  void dense(std::span<const C> in, std::size_t k, const Layer& layer, std::size_t units, kernels::activation a,
+  void dense(std::span<const C> in, const kernels::packed_b<C>& kernel, const Layer& layer, kernels::activation a,
              std::span<C> out) {
-    dense_by_hand<C>(in, mlp_batch, k, layer, units, a, out, acc_);
+    dense_by_hand<C>(in, mlp_batch, kernel, layer, a, out, acc_);
   }
 
   const mlp<P>& model_;
+  kernels::packed_b<C> kernels_[3];
   std::vector<C> x_c_ = std::vector<C>(mlp_batch * 784), h0_ = std::vector<C>(mlp_batch * 1024),
                  h1_ = std::vector<C>(mlp_batch * 1024), logits_ = std::vector<C>(mlp_batch * 10);
   std::vector<float> acc_ = std::vector<float>(mlp_batch * 1024), logits32_ = std::vector<float>(mlp_batch * 10),
@@ -102,16 +114,21 @@ class handwritten_cnn {
   static constexpr detail::conv_geometry p2{cnn_batch, 11, 11, 64, 2, 2, 2, 2, false};
 
  public:
-  explicit handwritten_cnn(const cnn<P>& model) : model_(model) {}
+  explicit handwritten_cnn(const cnn<P>& model)
+      : model_(model),
+        kernels_{packed_kernel<C>(model.template layer<0>(), g1.patch(), 32),
+                 packed_kernel<C>(model.template layer<2>(), g2.patch(), 64),
+                 packed_kernel<C>(model.template layer<5>(), 1600, 128),
+                 packed_kernel<C>(model.template layer<6>(), 128, 10)} {}
 
   const float* operator()(const Tensor<float, dynamic, 28, 28, 1>& x) {
     kernels::convert<float, C>(x.values(), std::span(x_c_));
-    conv(x_c_, g1, model_.template layer<0>(), 32, c1_);
+    conv(x_c_, g1, kernels_[0], model_.template layer<0>(), c1_);
     layer_kinds::max_pooling2d::pool<C>(c1_, p1, m1_);
-    conv(m1_, g2, model_.template layer<2>(), 64, c2_);
+    conv(m1_, g2, kernels_[1], model_.template layer<2>(), c2_);
     layer_kinds::max_pooling2d::pool<C>(c2_, p2, m2_);
-    dense(m2_, cnn_batch, 1600, model_.template layer<5>(), 128, kernels::activation::relu, d1_);
-    dense(d1_, cnn_batch, 128, model_.template layer<6>(), 10, kernels::activation::linear, logits_);
+    dense(m2_, cnn_batch, kernels_[2], model_.template layer<5>(), kernels::activation::relu, d1_);
+    dense(d1_, cnn_batch, kernels_[3], model_.template layer<6>(), kernels::activation::linear, logits_);
     kernels::convert<C, float>(logits_, std::span(logits32_));
     kernels::softmax_rows<float>(logits32_, probabilities_, 10);
     return probabilities_.data();
@@ -119,20 +136,21 @@ class handwritten_cnn {
 
  private:
   template <class Layer>
-  void dense(std::span<const C> in, std::size_t rows, std::size_t k, const Layer& layer, std::size_t units,
+  void dense(std::span<const C> in, std::size_t rows, const kernels::packed_b<C>& kernel, const Layer& layer,
              kernels::activation a, std::span<C> out) {
-    dense_by_hand<C>(in, rows, k, layer, units, a, out, acc_);
+    dense_by_hand<C>(in, rows, kernel, layer, a, out, acc_);
   }
   template <class Layer>
-  void conv(std::span<const C> in, const detail::conv_geometry& g, const Layer& layer, std::size_t filters,
-            std::span<C> out) {
+  void conv(std::span<const C> in, const detail::conv_geometry& g, const kernels::packed_b<C>& kernel,
+            const Layer& layer, std::span<C> out) {
     const std::size_t rows = g.batch * g.out_height() * g.out_width();
     const auto columns = std::span(columns_).first(rows * g.patch());
     detail::im2col<C>(in, g, columns);
-    dense(columns, rows, g.patch(), layer, filters, kernels::activation::relu, out);
+    dense(columns, rows, kernel, layer, kernels::activation::relu, out);
   }
 
   const cnn<P>& model_;
+  kernels::packed_b<C> kernels_[4];
   std::vector<C> x_c_ = std::vector<C>(cnn_batch * 28 * 28), columns_ = std::vector<C>(cnn_batch * 11 * 11 * 288),
                  c1_ = std::vector<C>(cnn_batch * 26 * 26 * 32), m1_ = std::vector<C>(cnn_batch * 13 * 13 * 32),
                  c2_ = std::vector<C>(cnn_batch * 11 * 11 * 64), m2_ = std::vector<C>(cnn_batch * 5 * 5 * 64),

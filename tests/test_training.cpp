@@ -254,3 +254,73 @@ TEST_CASE("dtypes: float32 gradients and slots under mixed policies, float16 und
   mixed.collect_gradients(pairs);
   CHECK(std::holds_alternative<gradient_and_variable_of<float>>(pairs.back()));
 }
+
+TEST_CASE_TEMPLATE("inference calls keep the kernels packed until the weights change: the bits of a fresh model", P,
+                   policies::float32, policies::mixed_bfloat16, policies::mixed_float16, policies::float64) {
+  // Dense and Conv2D keep their kernel packed for the GEMM between inference calls (not in
+  // training steps). After every way a weight can change (a training step, loading weights,
+  // assigning to a variable) and after the GEMM's kernel changes (AMX switched off), a call must
+  // give the bits of a model that has never packed anything.
+  using model = cnn_model<P>;
+  const auto make = [] {
+    return model(Conv2D<6, 3, 3, activations::relu, padding::same>(), MaxPooling2D<2>(), BatchNormalization<>(),
+                 Conv2D<4, 2, 2, activations::tanh, strides<1, 2>>(), Flatten<>(), Dropout<>(0.25, "dropout", 7),
+                 Dense<12, activations::gelu>(), Dense<3>());
+  };
+  using C = typename P::compute_dtype;
+  const auto bits_of = [](const auto& y) {
+    std::vector<std::byte> bytes(y.size() * sizeof(C));
+    std::memcpy(bytes.data(), y.values().data(), bytes.size());
+    return bytes;
+  };
+  model trained = make();
+  RuntimeModel runtime = RuntimeModel::from_config(trained.get_config());
+  copy_weights(trained, runtime);
+  const task t = make_task(16, 8 * 8 * 2, 3, 17);
+  const auto x = tensor_of<float, dynamic, 8, 8, 2>(t.x);
+  const Tensor<std::int32_t, dynamic> labels(t.labels);
+  // A fresh model with `from`'s weights: its first call packs, from its own variables.
+  const auto fresh_output = [&](auto& from) {
+    model fresh = make();
+    copy_weights(from, fresh);
+    return bits_of(fresh(x));
+  };
+  const auto runtime_output = [&] { return bits_of(runtime(x).template to_tensor<C, dynamic, 3>()); };
+
+  const auto first = bits_of(trained(x));
+  CHECK(bits_of(trained(x)) == first);  // the packed kernels reused
+  CHECK(runtime_output() == first);
+  CHECK(fresh_output(trained) == first);
+
+  trained.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  runtime.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  trained.train_on_batch(x, labels);
+  runtime.train_on_batch(AnyTensor(x), AnyTensor(labels));
+  const auto after_step = bits_of(trained(x));
+  CHECK(after_step != first);
+  CHECK(after_step == fresh_output(trained));
+  CHECK(runtime_output() == after_step);
+
+  model other = make();
+  other.template layer<0>().kernel.fill(0.125);
+  copy_weights(other, trained);  // loading weights
+  copy_weights(other, runtime);
+  const auto loaded = bits_of(trained(x));
+  CHECK(loaded != after_step);
+  CHECK(loaded == fresh_output(other));
+  CHECK(runtime_output() == loaded);
+
+  trained.template layer<7>().kernel.fill(-0.25);  // assigning to a variable
+  trained.template layer<3>().kernel.assign_sub(trained.template layer<3>().kernel.value());
+  const auto assigned = bits_of(trained(x));
+  CHECK(assigned != loaded);
+  CHECK(assigned == fresh_output(trained));
+
+  if (kernels::detail::gemm_uses_amx_bf16()) {  // the packed bfloat16 kernels are AMX's: packed again
+    kernels::detail::set_amx_bf16_enabled(false);
+    const auto on_vdpbf16ps = fresh_output(trained);
+    CHECK(bits_of(trained(x)) == on_vdpbf16ps);
+    CHECK(runtime_output() == fresh_output(runtime));
+    kernels::detail::set_amx_bf16_enabled(true);
+  }
+}

@@ -60,6 +60,9 @@ struct weight_spec {
   bool int8 = false;
 };
 
+template <class C>
+class packed_product_weight;
+
 /// A weight as a kind's math reads it: its true value in the variable dtype V (no compute-dtype
 /// copy is kept: the products round a float32 weight to a 16-bit compute dtype as they pack it,
 /// math.hpp's product_weight); an int8 weight has only its int8 values.
@@ -67,6 +70,8 @@ template <class V>
 struct weight_ref {
   std::span<const V> value;
   std::span<const std::int8_t> int8 = {};
+  /// The variable's version (AutoCastVariable::version); 0: unknown, nothing derived is kept.
+  std::uint64_t version = 0;
 };
 
 /// A weight's values, in V or (an int8 weight) in int8: what quantizing a layer gives each weight.
@@ -130,6 +135,9 @@ struct forward_args {
   typename Kind::template saved<C>* saved;
   /// New values of non-trainable weights (moving statistics), applied by the caller.
   std::vector<weight_update<V>>& updates;
+  /// Where a kind keeps its product weight packed between inference calls (math.hpp); null in a
+  /// training step's forward pass.
+  detail::packed_product_weight<C>* packed_weight = nullptr;
 };
 
 /// What a kind's backward pass gets: the forward's input x and output y (both in C), dy, and

@@ -11,10 +11,16 @@
 // (compute_value() returns a new tensor), and the built-in layers' products round a float32
 // weight to a 16-bit C as the GEMM packs it, which gives the same bits with no copy at all. A
 // mixed-precision model holds its weights once, in float32.
+//
+// Every change of a variable's values gives it a new version (version(), unique in the process),
+// so that what is derived from them can be kept while they stay the same: Dense's and Conv2D's
+// kernels packed for the GEMMs of inference calls.
 #pragma once
 
 #include <cstddef>
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <stdexcept>
@@ -30,6 +36,14 @@
 #include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec {
+
+namespace detail {
+/// A version no variable has had before in this process (never 0).
+inline std::uint64_t new_weight_version() {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace detail
 
 template <class V, class C, std::size_t... E>
 class AutoCastVariable {
@@ -60,6 +74,8 @@ class AutoCastVariable {
   }
 
   const std::string& name() const { return name_; }
+  /// Changes with every change of the values (a copy keeps its original's: the same values).
+  std::uint64_t version() const { return version_; }
   const std::vector<std::size_t>& shape() const { return shape_; }
   bool trainable() const { return trainable_; }
   std::size_t size() const { return value_.size(); }
@@ -77,6 +93,7 @@ class AutoCastVariable {
   void assign(const Tensor<U, E...>& new_value) {
     check_size(new_value.size(), "assign");
     kernels::convert<U, V>(new_value.values(), value_.values());
+    version_ = detail::new_weight_version();
   }
   /// value += delta, value -= delta: the delta is rounded to the true dtype, then added in it.
   template <class U>
@@ -86,6 +103,7 @@ class AutoCastVariable {
   /// Every element set to `value`, rounded once to the true dtype.
   void fill(double value) {
     for (auto& v : value_.values()) v = cast<V>(value);
+    version_ = detail::new_weight_version();
   }
   /// The weight's regularization loss, computed in its true dtype (0 without a regularizer).
   V regularization_loss() const { return regularizer_ ? regularizer_(value_.values()) : cast<V>(0); }
@@ -99,16 +117,24 @@ class AutoCastVariable {
     };
   }
 
-  /// The true values, for an optimizer to update in place.
-  std::span<V> values_to_update() { return value_.values(); }
+  /// The true values, for an optimizer to update in place: the values count as changed, so write
+  /// through the span before the layer's next call (take it again for a later update).
+  std::span<V> values_to_update() {
+    version_ = detail::new_weight_version();
+    return value_.values();
+  }
   /// Replaces every value (a non-trainable weight's update); sizes must match.
   void assign_values(std::span<const V> values) {
     check_size(values.size(), "assign");
     std::copy(values.begin(), values.end(), value_.values().begin());
+    version_ = detail::new_weight_version();
   }
 
   /// Replaces the value outright (loading weights); the caller has checked the shape.
-  void reset(value_type value) { value_ = std::move(value); }
+  void reset(value_type value) {
+    value_ = std::move(value);
+    version_ = detail::new_weight_version();
+  }
 
  private:
   void check_size(std::size_t size, const char* what) const {
@@ -124,10 +150,12 @@ class AutoCastVariable {
       const V d = cast<V>(delta[i]);
       values[i] = sign > 0 ? V(values[i] + d) : V(values[i] - d);
     }
+    version_ = detail::new_weight_version();
   }
 
   std::string name_;
   value_type value_;
+  std::uint64_t version_ = detail::new_weight_version();
   std::vector<std::size_t> shape_;
   bool trainable_ = true;
   std::function<V(std::span<const V>)> regularizer_;

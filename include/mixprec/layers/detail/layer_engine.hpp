@@ -21,6 +21,7 @@
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
+#include <mixprec/layers/detail/packed_product_weight.hpp>
 #include <mixprec/layers/detail/scratch.hpp>
 #include <mixprec/layers/initializers.hpp>
 #include <mixprec/layers/kind.hpp>
@@ -60,7 +61,7 @@ W make_variable(const weight_spec& spec, weight_values<V> values) {
 /// product_weight or converted).
 template <class V, class R, std::size_t... E>
 weight_ref<V> reference(const AutoCastVariable<V, R, E...>& variable) {
-  return {variable.value().values()};
+  return {variable.value().values(), {}, variable.version()};
 }
 /// An int8 weight's: its int8 values only.
 template <class V, std::size_t... E>
@@ -303,7 +304,7 @@ class layer_engine : public kind_engine<Kind> {
     this->check_batch(shape.batch);
     const scratch_scope scope;
     Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->state_, shape, x, weights, y, training,
-                                                          this->trainable_, nullptr, updates});
+                                                          this->trainable_, nullptr, updates, &packed_weight_});
   }
 
   /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
@@ -412,6 +413,7 @@ class layer_engine : public kind_engine<Kind> {
     output_.resize(this->output_size(batch));
     this->pending_state_ = this->state_;
     updates_.clear();
+    packed_weight_.release();
     const scratch_scope scope;
     Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->pending_state_, {batch, this->input_},
                                                           input_values_, weights, output_, true, this->trainable_,
@@ -455,6 +457,7 @@ class layer_engine : public kind_engine<Kind> {
   value_buffer<C> converted_input_, output_, converted_gradient_, input_gradient_;
   typename Kind::template saved<C> saved_;
   std::vector<value_buffer<V>> gradients_;
+  packed_product_weight<C> packed_weight_;
 };
 
 }  // namespace mixprec::detail

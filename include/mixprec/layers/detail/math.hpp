@@ -27,6 +27,7 @@
 #include <mixprec/kernels/reduce.hpp>
 #include <mixprec/kernels/thread_pool.hpp>
 #include <mixprec/layers/activations.hpp>
+#include <mixprec/layers/detail/packed_product_weight.hpp>
 #include <mixprec/layers/detail/scratch.hpp>
 
 namespace mixprec::detail {
@@ -59,6 +60,18 @@ template <class C, class V>
 std::span<const product_weight_t<C, V>> product_weight(std::span<const V> weight) {
   if constexpr (std::is_same_v<product_weight_t<C, V>, V>) return weight;
   else return converted<C>(weight);
+}
+
+/// Calls multiply(kernel) with a product weight (k x n, in V; its variable's version) as a
+/// product computing in C reads it: packed, and kept in `packed` for the next call (an inference
+/// call: `packed` is not null; C not double, which Eigen multiplies), else product_weight's span.
+template <class C, class V, class Multiply>
+void with_product_weight(std::span<const V> weight, std::uint64_t version, std::size_t k, std::size_t n,
+                         packed_product_weight<C>* packed, Multiply&& multiply) {
+  if constexpr (!std::is_same_v<C, double>) {
+    if (packed) return multiply(packed->get(version, k, n, [&] { return product_weight<C>(weight); }));
+  }
+  multiply(product_weight<C>(weight));
 }
 
 /// Calls task(i) once for every i in [0, tasks) on the kernels' thread pool (the threads of
@@ -129,12 +142,27 @@ inline Eigen::Map<row_major> matrix(std::span<double> values, std::size_t rows, 
   return {values.data(), static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols)};
 }
 
+/// acc[rows x units] = x[rows x in] * kernel[in x units] in float32, the kernel a span (in C, or
+/// in product_weight_t's float32, read as C) or packed (packed_product_weight).
+template <class C, class K>
+void multiply_by_kernel(std::span<const C> x, std::size_t rows, std::size_t in, std::span<K> kernel, std::size_t units,
+                        std::span<float> acc) {
+  kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
+                units, 0.0f, acc.data(), units);
+}
+template <class C>
+void multiply_by_kernel(std::span<const C> x, std::size_t rows, std::size_t in, const kernels::packed_b<C>& kernel,
+                        std::size_t units, std::span<float> acc) {
+  kernels::gemm(kernels::transpose::no, rows, 1.0f, x.data(), in, kernel, 0.0f, acc.data(), units);
+}
+
 /// y[rows x units] = act(x[rows x in] * kernel[in x units] + bias[units]); bias may be empty.
 /// With `pre_activation` (training, an activation other than linear and softmax), also
 /// pre_activation = x * kernel + bias rounded to C, which the activation's gradient reads.
-/// The kernel is in C, or in product_weight_t's float32 (read as C); K may be const.
-template <ComputeDType C, class K = const C>
-void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::span<K> kernel,
+/// The kernel is a span in C, or in product_weight_t's float32 (read as C), or (C not double)
+/// a kernels::packed_b<C>.
+template <ComputeDType C, class Kernel>
+void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, const Kernel& kernel,
                    std::span<const C> bias, std::size_t units, kernels::activation kind, std::span<C> y,
                    std::span<C> pre_activation = {}) {
   if constexpr (std::is_same_v<C, double>) {
@@ -150,8 +178,7 @@ void dense_forward(std::span<const C> x, std::size_t rows, std::size_t in, std::
       if constexpr (std::is_same_v<C, float>) return y;
       else return scratch_buffer<float>(rows * units);
     }();
-    kernels::gemm(kernels::transpose::no, kernels::transpose::no, rows, units, in, 1.0f, x.data(), in, kernel.data(),
-                  units, 0.0f, acc.data(), units);
+    multiply_by_kernel(x, rows, in, kernel, units, acc);
     if (!pre_activation.empty()) kernels::bias_activation<C>(acc, bias, kernels::activation::linear, pre_activation, units);
     dense_epilogue<C>(acc, bias, kind, y, units);
   }

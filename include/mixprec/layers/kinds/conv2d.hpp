@@ -123,14 +123,17 @@ struct conv2d {
       pre_activation = a.saved->pre_activation;
     }
     const std::span<const C> bias = dense::bias<C>(a.settings.use_bias, a.weights);
-    const auto kernel = detail::product_weight<C>(a.weights[0].value);
-    detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
-      const detail::batch_chunk part(g, a.settings.filters, split, chunk);
-      const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * g.patch());
-      detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
-      detail::dense_forward<C>(columns, part.pixels(), g.patch(), kernel, bias, a.settings.filters,
-                               a.settings.activation, part.outputs(a.y), part.outputs(pre_activation));
-    });
+    detail::with_product_weight<C>(
+        a.weights[0].value, a.weights[0].version, g.patch(), a.settings.filters, a.packed_weight,
+        [&](const auto& kernel) {
+          detail::run_on_kernel_threads(split.chunks, [&](std::size_t chunk) {
+            const detail::batch_chunk part(g, a.settings.filters, split, chunk);
+            const std::span<C> columns = detail::scratch_buffer<C>(part.pixels() * g.patch());
+            detail::im2col<C>(part.inputs(a.x), part.geometry, columns);
+            detail::dense_forward<C>(columns, part.pixels(), g.patch(), kernel, bias, a.settings.filters,
+                                     a.settings.activation, part.outputs(a.y), part.outputs(pre_activation));
+          });
+        });
   }
 
   /// Chunk after chunk (detail::batch_split by the im2col columns of a sample); the columns are

@@ -119,8 +119,12 @@ struct dense {
       if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
     }
     check_float(a.settings);
-    detail::dense_forward<C>(a.x, a.x.size() / in, in, detail::product_weight<C>(a.weights[0].value), bias_values,
-                             a.settings.units, a.settings.activation, a.y, pre_activation);
+    detail::with_product_weight<C>(a.weights[0].value, a.weights[0].version, in, a.settings.units, a.packed_weight,
+                                   [&](const auto& kernel) {
+                                     detail::dense_forward<C>(a.x, a.x.size() / in, in, kernel, bias_values,
+                                                              a.settings.units, a.settings.activation, a.y,
+                                                              pre_activation);
+                                   });
   }
 
   /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
