@@ -217,6 +217,26 @@ TEST_CASE("fit frees the steps' buffers when it returns (or throws); training th
   CHECK(gradients_held(fitted) == std::vector<bool>(4, false));
 }
 
+TEST_CASE("inference calls pack the kernels once: a second call allocates no packed kernel") {
+  // The first call packs each Dense kernel (784 x 256 and 256 x 10 in bfloat16: 393 KiB and more)
+  // and keeps it; a second call reuses it, so at its peak it holds no more than its output and
+  // its own small buffers (packing again would hold a new packed kernel beside the old one).
+  using wide = Sequential<policies::mixed_bfloat16, Input<784>, Dense<256, activations::relu>, Dense<10>>;
+  wide model;
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  const Tensor<float, dynamic, 784> x(4);
+  constexpr std::int64_t packed_kernel = 784 * 256 * 2;
+  const auto second_call_peak = [&](auto& m, const auto& input) {
+    const auto first = m(input);
+    const std::int64_t before = heap_counter::live_bytes.load();
+    heap_counter::peak_bytes.store(before);
+    const auto second = m(input);
+    return heap_counter::peak_bytes.load() - before;
+  };
+  CHECK(second_call_peak(model, x) < packed_kernel / 4);
+  CHECK(second_call_peak(runtime, AnyTensor(x)) < packed_kernel / 4);
+}
+
 TEST_CASE("release_step_buffers frees at least every record and gradient; a step allocates them again; fit frees them") {
   const data d = make_data(8, 41);
   // What a step of mlp keeps, at the least: the weight gradients in float32 (6 x 8 + 8 and 8 x 3

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <mixprec/kernels/targets.hpp>
 #include <mixprec/layers.hpp>
 #include <mixprec/models.hpp>
 #include <mixprec/runtime.hpp>
@@ -322,5 +323,52 @@ TEST_CASE_TEMPLATE("inference calls keep the kernels packed until the weights ch
     CHECK(bits_of(trained(x)) == on_vdpbf16ps);
     CHECK(runtime_output() == fresh_output(runtime));
     kernels::detail::set_amx_bf16_enabled(true);
+  }
+}
+
+TEST_CASE_TEMPLATE("packed kernels: writes through values_to_update, another kernel target, copies of a model", P,
+                   policies::float32, policies::mixed_bfloat16, policies::mixed_float16) {
+  // A kernel over two depth blocks (300 > the Highway GEMM's 256) and wider than a vector (40
+  // columns: the two-vector Highway kernel), then a narrow one.
+  using model = Sequential<P, Input<300>, Dense<40, activations::relu>, Dense<3>>;
+  using C = typename P::compute_dtype;
+  const task t = make_task(20, 300, 3, 19);
+  const auto x = tensor_of<float, dynamic, 300>(t.x);
+  const auto bits_of = [](const auto& y) {
+    std::vector<std::byte> bytes(y.size() * sizeof(C));
+    std::memcpy(bytes.data(), y.values().data(), bytes.size());
+    return bytes;
+  };
+  const auto fresh_output = [&](auto& from) {
+    model fresh;
+    copy_weights(from, fresh);
+    return bits_of(fresh(x));
+  };
+  model m;
+  const auto first = bits_of(m(x));
+  CHECK(first == fresh_output(m));
+
+  // An optimizer's write through values_to_update, with no training step in between.
+  const std::span<float> kernel = m.template layer<0>().kernel.values_to_update();
+  for (float& w : kernel) w *= 0.5f;
+  const auto halved = bits_of(m(x));
+  CHECK(halved != first);
+  CHECK(halved == fresh_output(m));
+
+  // A copy shares what its original packed; each packs again once its own weights change.
+  model copy = m;
+  CHECK(bits_of(copy(x)) == halved);
+  copy.template layer<1>().kernel.fill(0.25);
+  const auto changed = bits_of(copy(x));
+  CHECK(changed != halved);
+  CHECK(changed == fresh_output(copy));
+  CHECK(bits_of(m(x)) == halved);
+
+  // Another kernel target: packed again for it (the same bits as a model that packs there first).
+  const auto targets = kernels::supported_targets();
+  for (const std::string& target : targets) {
+    kernels::target_scope scope(target);
+    INFO("kernel target ", target);
+    CHECK(bits_of(m(x)) == fresh_output(m));
   }
 }

@@ -168,10 +168,6 @@ struct packed_b_access {
   }
 };
 
-/// std::invalid_argument for a packed B gemm cannot use: empty, or packed for another kernel
-/// than `now` (out of line: the message names the targets).
-[[noreturn]] MIXPREC_KERNEL_API void throw_packed_b_error(const packed_b_data* packed, gemm_kernel_choice now);
-
 }  // namespace detail
 
 /// Packs op(B), k x n (B is k x n with leading dimension ldb, or n x k when transposed), for
@@ -219,8 +215,7 @@ void gemm(transpose trans_a, std::size_t m, float alpha, const TA* a, std::size_
     const detail::packed_b_data* packed = detail::packed_b_access::data(b);
     if (!packed) detail::throw_packed_b_error(nullptr, {});
     detail::gemm_operands(trans_a, transpose::no, m, packed->n, packed->k, lda, packed->n, ldc);
-    const detail::gemm_kernel_choice now = detail::gemm_kernel<TA>(packed->n);
-    if (now != packed->kernel) detail::throw_packed_b_error(packed, now);
+    // The kernel is checked where it is chosen, before anything is written.
     detail::gemm(detail::gemm_problem<TA, TA, TC>{trans_a == transpose::yes, false, m, packed->n, packed->k, alpha, a,
                                                   lda, nullptr, packed->n, beta, c, ldc, packed});
   }
@@ -228,7 +223,7 @@ void gemm(transpose trans_a, std::size_t m, float alpha, const TA* a, std::size_
 
 /// The same on spans, which must hold every element gemm touches (else std::invalid_argument).
 template <class TA, class TC>
-void gemm(transpose trans_a, std::size_t m, float alpha, std::span<const TA> a, std::size_t lda,
+void gemm(transpose trans_a, std::size_t m, float alpha, std::span<const std::type_identity_t<TA>> a, std::size_t lda,
           const packed_b<TA>& b, float beta, std::span<TC> c, std::size_t ldc) {
   const detail::gemm_operands operands(trans_a, transpose::no, m, b.n(), b.k(), lda, b.n(), ldc);
   detail::check_extent(operands.a, a.size());
@@ -240,7 +235,10 @@ void gemm(transpose trans_a, std::size_t m, float alpha, std::span<const TA> a, 
 template <detail::input_range A, class TA, detail::output_range C>
 void gemm(transpose trans_a, std::size_t m, float alpha, const A& a, std::size_t lda, const packed_b<TA>& b,
           float beta, C&& c, std::size_t ldc) {
-  kernels::gemm(trans_a, m, alpha, detail::input_span(a), lda, b, beta, detail::output_span(std::forward<C>(c)), ldc);
+  static_assert(std::is_same_v<detail::range_element_t<A>, TA>,
+                "mixprec::kernels::gemm with a packed B: A must have the dtype B was packed for (pack_b<TA>)");
+  if constexpr (std::is_same_v<detail::range_element_t<A>, TA>)
+    kernels::gemm(trans_a, m, alpha, detail::input_span(a), lda, b, beta, detail::output_span(std::forward<C>(c)), ldc);
 }
 
 /// Threads the GEMM splits its work across, the calling thread included; 0 means

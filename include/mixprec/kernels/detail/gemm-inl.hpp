@@ -673,9 +673,15 @@ decltype(auto) with_kernel(std::size_t n, Run&& run) {
 
 template <class TA, class TB, class TC>
 void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
-  if (problem.m == 0 || problem.n == 0) return;
-  if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
-  with_kernel<TA>(problem.n, [&](auto kernel) { run_on_pool<typename decltype(kernel)::type>(problem); });
+  with_kernel<TA>(problem.n, [&](auto kernel) {
+    using Kernel = typename decltype(kernel)::type;
+    // A packed B must be laid out for this kernel and target (its panels, its kc).
+    if (problem.packed_b && problem.packed_b->kernel != kd::gemm_kernel_choice{HWY_TARGET, Kernel::kind})
+      kd::throw_packed_b_error(problem.packed_b, {HWY_TARGET, Kernel::kind});
+    if (problem.m == 0 || problem.n == 0) return;
+    if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
+    run_on_pool<Kernel>(problem);
+  });
 }
 
 /// op(B) packed whole, depth block by depth block, as multiply_rectangle packs a block's

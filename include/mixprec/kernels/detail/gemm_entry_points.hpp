@@ -107,6 +107,10 @@ MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float>& prob
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float16, float16>& problem);
 MIXPREC_KERNEL_ENTRY void gemm(const gemm_problem<float16, float, float>& problem);
 
+/// std::invalid_argument for a packed B gemm cannot use: empty (null), or packed for another
+/// kernel than `now`, the one the call would run (out of line: the message names the targets).
+[[noreturn]] MIXPREC_KERNEL_API void throw_packed_b_error(const packed_b_data* packed, gemm_kernel_choice now);
+
 /// op(B) packed for GEMMs with an A of dtype TA, for the kernel such a GEMM of n columns runs now
 /// (kernels::pack_b); TB is TA or float (read as TA).
 template <class TA, class TB>
