@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -370,5 +371,34 @@ TEST_CASE_TEMPLATE("packed kernels: writes through values_to_update, another ker
     kernels::target_scope scope(target);
     INFO("kernel target ", target);
     CHECK(bits_of(m(x)) == fresh_output(m));
+  }
+}
+
+TEST_CASE("inference calls on one model from several threads at once: the bits of one thread") {
+  // The threads share each layer's packed kernel: the first to call packs it, the others wait
+  // for it and use it; after the weights change, the threads' next calls pack it again once.
+  using model = Sequential<policies::mixed_bfloat16, Input<300>, Dense<40, activations::relu>, Dense<3>>;
+  const task t = make_task(20, 300, 3, 23);
+  const auto x = tensor_of<float, dynamic, 300>(t.x);
+  const auto bits_of = [](const auto& y) {
+    std::vector<std::byte> bytes(y.size() * sizeof(bfloat16));
+    std::memcpy(bytes.data(), y.values().data(), bytes.size());
+    return bytes;
+  };
+  model shared;
+  model alone;
+  copy_weights(shared, alone);
+  for (int round = 0; round < 2; ++round) {
+    const auto expected = bits_of(alone(x));
+    std::vector<std::vector<std::byte>> results(4);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < results.size(); ++i)
+      threads.emplace_back([&, i] {
+        for (int call = 0; call < 3; ++call) results[i] = bits_of(shared(x));
+      });
+    for (auto& thread : threads) thread.join();
+    for (const auto& result : results) CHECK(result == expected);
+    shared.template layer<0>().kernel.fill(0.01);
+    alone.template layer<0>().kernel.fill(0.01);
   }
 }
