@@ -54,6 +54,14 @@ Tensor<T, E...> tensor_of(const std::vector<float>& values) {
   return Tensor<T, E...>(std::move(converted));
 }
 
+/// A model output's bytes, to compare outputs bit for bit.
+template <class Output>
+std::vector<std::byte> bits_of(const Output& y) {
+  std::vector<std::byte> bytes(y.size() * sizeof(y.values()[0]));
+  std::memcpy(bytes.data(), y.values().data(), bytes.size());
+  return bytes;
+}
+
 template <class P>
 using cnn_model = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, activations::relu, padding::same>, MaxPooling2D<2>,
                              BatchNormalization<>, Conv2D<4, 2, 2, activations::tanh, strides<1, 2>>, Flatten<>,
@@ -270,11 +278,6 @@ TEST_CASE_TEMPLATE("inference calls keep the kernels packed until the weights ch
                  Dense<12, activations::gelu>(), Dense<3>());
   };
   using C = typename P::compute_dtype;
-  const auto bits_of = [](const auto& y) {
-    std::vector<std::byte> bytes(y.size() * sizeof(C));
-    std::memcpy(bytes.data(), y.values().data(), bytes.size());
-    return bytes;
-  };
   model trained = make();
   RuntimeModel runtime = RuntimeModel::from_config(trained.get_config());
   copy_weights(trained, runtime);
@@ -332,14 +335,8 @@ TEST_CASE_TEMPLATE("packed kernels: writes through values_to_update, another ker
   // A kernel over two depth blocks (300 > the Highway GEMM's 256) and wider than a vector (40
   // columns: the two-vector Highway kernel), then a narrow one.
   using model = Sequential<P, Input<300>, Dense<40, activations::relu>, Dense<3>>;
-  using C = typename P::compute_dtype;
   const task t = make_task(20, 300, 3, 19);
   const auto x = tensor_of<float, dynamic, 300>(t.x);
-  const auto bits_of = [](const auto& y) {
-    std::vector<std::byte> bytes(y.size() * sizeof(C));
-    std::memcpy(bytes.data(), y.values().data(), bytes.size());
-    return bytes;
-  };
   const auto fresh_output = [&](auto& from) {
     model fresh;
     copy_weights(from, fresh);
@@ -380,11 +377,6 @@ TEST_CASE("inference calls on one model from several threads at once: the bits o
   using model = Sequential<policies::mixed_bfloat16, Input<300>, Dense<40, activations::relu>, Dense<3>>;
   const task t = make_task(20, 300, 3, 23);
   const auto x = tensor_of<float, dynamic, 300>(t.x);
-  const auto bits_of = [](const auto& y) {
-    std::vector<std::byte> bytes(y.size() * sizeof(bfloat16));
-    std::memcpy(bytes.data(), y.values().data(), bytes.size());
-    return bytes;
-  };
   model shared;
   model alone;
   copy_weights(shared, alone);
