@@ -447,6 +447,20 @@ void store_rounded(const float* sums, std::size_t lds, std::size_t rows, std::si
   }
 }
 
+/// op(B) from element (p, j) on, as pack_b reads it: op(B)(p, j) is B[p][j], or B[j][p] when
+/// transposed; a lane is a column of op(B), the depth its rows.
+template <class TB>
+struct op_b_block {
+  const TB* first;
+  std::size_t lane_stride;
+  std::size_t depth_stride;
+};
+template <class TB>
+op_b_block<TB> op_b_at(const TB* b, std::size_t ldb, bool trans_b, std::size_t p, std::size_t j) {
+  if (trans_b) return {b + j * ldb + p, ldb, 1};
+  return {b + p * ldb + j, 1, ldb};
+}
+
 /// One thread's rectangle of C: the loop nest of gemm_blocking.hpp. A float C accumulates in
 /// place; a 16-bit C accumulates in float, by row chunks, and is rounded once at the end.
 template <class Kernel, class TA, class TB, class TC>
@@ -481,17 +495,12 @@ void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_r
       }
       for (std::size_t pc = 0; pc < problem.k; pc += kc) {
         const std::size_t depth = std::min(kc, problem.k - pc);
-        // Columns [first, first + count) of the block; op(B)(p, j) is B[p][j], or B[j][p] when
-        // transposed, read in A's dtype (a float B with a 16-bit A is rounded to it).
+        // Columns [first, first + count) of the block, read in A's dtype (a float B with a 16-bit
+        // A is rounded to it).
         const auto pack_b_columns = [&](std::size_t first, std::size_t count, packed_type* to) {
-          const std::size_t j = jc + first;
-          if (problem.trans_b) {
-            Kernel::template pack_b<TA>(problem.b + j * problem.ldb + pc, problem.ldb, 1, count, depth, tile_columns, to,
-                                        workspace);
-          } else {
-            Kernel::template pack_b<TA>(problem.b + pc * problem.ldb + j, 1, problem.ldb, count, depth, tile_columns, to,
-                                        workspace);
-          }
+          const op_b_block<TB> from = op_b_at(problem.b, problem.ldb, problem.trans_b, pc, jc + first);
+          Kernel::template pack_b<TA>(from.first, from.lane_stride, from.depth_stride, count, depth, tile_columns, to,
+                                      workspace);
         };
         // B is packed whole before A's first block, or as the first block's multiplication goes,
         // or was packed before the call: the block's panels of columns [jc, jc + nc), which start
@@ -557,8 +566,9 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
                                                1.0f,
                                                problem.a + (problem.trans_a ? pc * problem.lda : pc),
                                                problem.lda,
-                                               problem.packed_b ? nullptr
-                                                                : problem.b + (problem.trans_b ? pc : pc * problem.ldb),
+                                               problem.packed_b
+                                                   ? nullptr
+                                                   : op_b_at(problem.b, problem.ldb, problem.trans_b, pc, 0).first,
                                                problem.ldb,
                                                0.0f,
                                                block_sums + block * block_size,
@@ -695,24 +705,22 @@ kd::packed_b_data pack_whole_b(const kd::pack_b_problem<TB>& problem) {
     packed.kernel = {HWY_TARGET, Kernel::kind};
     packed.k = problem.k;
     packed.n = problem.n;
-    packed.kc = std::min(Kernel::blocks().kc, problem.k);
-    packed.tile_columns = Kernel::tile_columns();
-    const std::size_t padded_columns = kd::round_up(problem.n, packed.tile_columns);
+    // multiply_rectangle's depth blocks and panels.
+    const std::size_t kc = std::min(Kernel::blocks().kc, problem.k), tile_columns = Kernel::tile_columns();
+    const std::size_t padded_columns = kd::round_up(problem.n, tile_columns);
     std::size_t elements = 0;
-    for (std::size_t pc = 0; pc < problem.k; pc += packed.kc) {
+    for (std::size_t pc = 0; pc < problem.k; pc += kc) {
       packed.block_offsets.push_back(elements);
-      elements += Kernel::packed_depth(std::min(packed.kc, problem.k - pc)) * padded_columns;
+      elements += Kernel::packed_depth(std::min(kc, problem.k - pc)) * padded_columns;
     }
     packed.bytes = std::max<std::size_t>(elements, 1) * sizeof(packed_type);
     packed.storage.reset(::operator new(packed.bytes, std::align_val_t{64}));
     auto* to = static_cast<packed_type*>(packed.storage.get());
     kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
     for (std::size_t block = 0; block < packed.block_offsets.size(); ++block) {
-      const std::size_t pc = block * packed.kc, depth = std::min(packed.kc, problem.k - pc);
-      const TB* from = problem.trans_b ? problem.b + pc : problem.b + pc * problem.ldb;
-      const std::size_t lane_stride = problem.trans_b ? problem.ldb : 1;
-      const std::size_t depth_stride = problem.trans_b ? 1 : problem.ldb;
-      Kernel::template pack_b<TA>(from, lane_stride, depth_stride, problem.n, depth, packed.tile_columns,
+      const std::size_t pc = block * kc, depth = std::min(kc, problem.k - pc);
+      const op_b_block<TB> from = op_b_at(problem.b, problem.ldb, problem.trans_b, pc, 0);
+      Kernel::template pack_b<TA>(from.first, from.lane_stride, from.depth_stride, problem.n, depth, tile_columns,
                                   to + packed.block_offsets[block], workspace);
     }
     return packed;

@@ -29,9 +29,9 @@ struct gemm_kernel_choice {
 };
 
 /// What kernels::packed_b holds: op(B) (k x n) packed once, as a GEMM with the chosen kernel packs
-/// it per call. Depth block b (kc deep, the last one shorter) starts at block_offsets[b] elements
-/// of the kernel's packed type and holds the block's panels of tile_columns columns, every column
-/// of op(B), one after the other.
+/// it per call. Depth block b (the kernel's kc deep, the last one shorter) starts at
+/// block_offsets[b] elements of the kernel's packed type and holds the block's panels of the
+/// kernel's tile columns, every column of op(B), one after the other.
 struct packed_b_data {
   struct aligned_delete {
     void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
@@ -39,8 +39,6 @@ struct packed_b_data {
   gemm_kernel_choice kernel;
   std::size_t k = 0;
   std::size_t n = 0;
-  std::size_t kc = 0;
-  std::size_t tile_columns = 0;
   std::vector<std::size_t> block_offsets;
   std::size_t bytes = 0;
   std::unique_ptr<void, aligned_delete> storage;
