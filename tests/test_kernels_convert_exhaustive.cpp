@@ -34,10 +34,14 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size
   for (auto& thread : pool) thread.join();
 }
 
+/// Elements whose bits differ. A 16-bit dtype is its bits, so memcmp finds the parts that all
+/// match (nearly every one) at memory speed; the element loop took a fifth of the test's time.
 template <class T>
 std::size_t count_mismatches(const std::vector<T>& got, const std::vector<T>& expected) {
+  static_assert(sizeof(T) == sizeof(T{}.to_bits()));
   std::atomic<std::size_t> mismatches{0};
   parallel_for(got.size(), [&](std::size_t begin, std::size_t end) {
+    if (std::memcmp(got.data() + begin, expected.data() + begin, (end - begin) * sizeof(T)) == 0) return;
     std::size_t local = 0;
     for (std::size_t i = begin; i < end; ++i) local += got[i].to_bits() != expected[i].to_bits();
     mismatches += local;
