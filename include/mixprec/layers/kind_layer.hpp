@@ -58,9 +58,15 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   template <class X>
   void build(const X&) {
     Derived::template check_input<X>();
+    build_for_features(detail::features_of<X>());
+  }
+
+ private:
+  /// build's work past the input's type: compiled once per layer class, not once per input type.
+  void build_for_features(const std::vector<std::size_t>& features) {
     std::vector<detail::weight_spec> specs;
     try {
-      specs = engine_.build(detail::features_of<X>(), this->name());
+      specs = engine_.build(features, this->name());
     } catch (const std::invalid_argument& error) {  // a size over the caps (core/limits.hpp)
       throw std::invalid_argument("layer '" + detail::quote_for_message(this->name()) + "' (" + std::string(Kind::keras_class) + "): " + error.what());
     }
@@ -71,6 +77,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
     if (i != specs.size()) throw std::logic_error(std::string(Kind::keras_class) + ": the layer lists another number of weights than its kind.");
   }
 
+ public:
   /// Which quantized form the layer runs (none, or the mode of its policy or of quantize()).
   quantization_mode quantization() const { return engine_.quantization(); }
   /// The layer's policy as a runtime DTypePolicy; "int8_from_<policy>" once quantize("int8") ran.
