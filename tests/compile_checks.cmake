@@ -30,16 +30,16 @@ file(GENERATE OUTPUT ${header_only_consumer_flags} CONTENT "${plain_consumer_fla
 # declarations, and kernels/implementation.hpp (checked on its own like every header) holds the rest.
 set(consumer_flags ${CMAKE_CURRENT_BINARY_DIR}/consumer_flags.rsp)
 file(GENERATE OUTPUT ${consumer_flags} CONTENT "-DMIXPREC_SEPARATE_KERNELS\n${plain_consumer_flags}")
-# The checks below add the project's GCC memory options (CMakeLists.txt: 20% of a header check's
-# time); compile_time measures what a user's plain flags give, without them.
+# The checks below: a consumer's flags (a nested response file) and the project's GCC memory
+# options (CMakeLists.txt: 20% of a header check's time); compile_time measures a consumer's alone.
 set(check_memory_flags "")
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(JOIN mixprec_gcc_memory_options "\n" check_memory_flags)
 endif()
 set(header_only_check_flags ${CMAKE_CURRENT_BINARY_DIR}/check_flags_header_only.rsp)
-file(GENERATE OUTPUT ${header_only_check_flags} CONTENT "${plain_consumer_flags}${check_memory_flags}\n")
+file(GENERATE OUTPUT ${header_only_check_flags} CONTENT "@${header_only_consumer_flags}\n${check_memory_flags}\n")
 set(check_flags ${CMAKE_CURRENT_BINARY_DIR}/check_flags.rsp)
-file(GENERATE OUTPUT ${check_flags} CONTENT "-DMIXPREC_SEPARATE_KERNELS\n${plain_consumer_flags}${check_memory_flags}\n")
+file(GENERATE OUTPUT ${check_flags} CONTENT "@${consumer_flags}\n${check_memory_flags}\n")
 
 # One test per public header. *-inl.hpp files are per-target bodies and kernels/detail/dispatch_*
 # are pieces of kernels/implementation.hpp: neither is meant to stand alone.
