@@ -1,5 +1,6 @@
 # Runs one compile-fail check (see ../compile_checks.cmake).
-# Every "// expect: <text>" line of the snippet must appear in the compiler's output.
+# Every "// expect: <text>" line of the snippet must appear in the compiler's output, and the first
+# one in its first error: what a user reads first (and all that -Wfatal-errors shows) is ours.
 file(STRINGS ${SOURCE} expect_lines REGEX "^// expect: ")
 if(NOT expect_lines)
   message(FATAL_ERROR "${SOURCE} needs at least one '// expect: <message>' line")
@@ -16,6 +17,13 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env LC_ALL=C ${COMPILER} @${FLAGS} -
   RESULT_VARIABLE result ERROR_VARIABLE output OUTPUT_QUIET)
 if(result EQUAL 0)
   message(FATAL_ERROR "${SOURCE} compiled, but it must be rejected with: ${expect_lines}")
+endif()
+string(REGEX MATCH "[^\n]*error: [^\n]*" first_error "${output}")
+list(GET expect_lines 0 first_expected)
+string(REPLACE "// expect: " "" first_expected "${first_expected}")
+string(FIND "${first_error}" "${first_expected}" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "${SOURCE} failed to compile, but its first error is not '${first_expected}':\n${output}")
 endif()
 foreach(line IN LISTS expect_lines)
   string(REPLACE "// expect: " "" expected "${line}")

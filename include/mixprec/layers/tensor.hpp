@@ -198,15 +198,18 @@ struct broadcasts_over_batch<Tensor<T, dynamic, E...>, Tensor<U, E...>> : std::t
 /// The operands of element-wise arithmetic: one dtype, and one shape or a batched tensor with
 /// an unbatched one of its feature shape (a weight, broadcast over the batch).
 template <class A, class B>
-constexpr void check_operands() {
-  static_assert(std::is_same_v<typename A::dtype, typename B::dtype>,
+struct checked_operands {
+  static constexpr bool one_dtype = std::is_same_v<typename A::dtype, typename B::dtype>;
+  static constexpr bool one_shape = std::is_same_v<typename A::shape_type, typename B::shape_type> ||
+                                    broadcasts_over_batch<A, B>::value || broadcasts_over_batch<B, A>::value;
+  static_assert(one_dtype,
                 "Tensor arithmetic needs operands of one dtype. Inside a layer, make constants in its compute dtype "
                 "(ctx.constant_like(...), ctx.random_normal_like(...)) or convert explicitly with tensor_cast<T>(x).");
-  static_assert(std::is_same_v<typename A::shape_type, typename B::shape_type> ||
-                    broadcasts_over_batch<A, B>::value || broadcasts_over_batch<B, A>::value,
+  static_assert(one_shape,
                 "Tensor arithmetic needs operands of one shape, or a batched tensor and an unbatched one of its "
                 "feature shape (broadcast over the batch).");
-}
+  static constexpr bool valid = one_dtype && one_shape;
+};
 
 template <class Op, class A, class B>
 auto elementwise(const A& a, const B& b, Op op, const char* name) {
@@ -222,23 +225,28 @@ auto elementwise(const A& a, const B& b, Op op, const char* name) {
   }
 }
 
+/// Element-wise arithmetic once its operands are checked (before any other part of it compiles,
+/// so that a misuse is reported first, and only once).
+template <class Op, class A, class B>
+auto arithmetic(const A& a, const B& b, Op op, const char* name) {
+  if constexpr (checked_operands<A, B>::valid) return elementwise(a, b, op, name);
+  else return A(a);  // reported above; a tensor, so that the caller's code reports nothing more
+}
+
 }  // namespace detail
 
 // Element-wise arithmetic in the tensors' own dtype (each result rounded once).
 template <TensorType A, TensorType B>
 auto operator+(const A& a, const B& b) {
-  detail::check_operands<A, B>();
-  return detail::elementwise(a, b, [](auto x, auto y) { return x + y; }, "+");
+  return detail::arithmetic(a, b, [](auto x, auto y) { return x + y; }, "+");
 }
 template <TensorType A, TensorType B>
 auto operator-(const A& a, const B& b) {
-  detail::check_operands<A, B>();
-  return detail::elementwise(a, b, [](auto x, auto y) { return x - y; }, "-");
+  return detail::arithmetic(a, b, [](auto x, auto y) { return x - y; }, "-");
 }
 template <TensorType A, TensorType B>
 auto operator*(const A& a, const B& b) {
-  detail::check_operands<A, B>();
-  return detail::elementwise(a, b, [](auto x, auto y) { return x * y; }, "*");
+  return detail::arithmetic(a, b, [](auto x, auto y) { return x * y; }, "*");
 }
 
 template <class T, std::size_t... E>

@@ -407,17 +407,24 @@ class Sequential {
   std::span<const typename output_type::dtype> forward_for_training(const Tensor<T, E...>& x) {
     static_assert(detail::model_input_mismatch<typename detail::shown_shape<input_type>::type,
                                                typename detail::shown_shape<Tensor<T, E...>>::type>::reported);
-    check_trainable_layers(std::make_index_sequence<layer_count>{});
-    check_batch(x.batch());
-    const auto output = std::apply(
-        [&](auto&... layers) { return (detail::training_pass<T>{x.values(), x.batch()} | ... | &layers).values; },
-        layers_);
-    if constexpr (model_casts_output) {
-      cast_output_.resize(output.size());
-      kernels::convert<typename decltype(output)::value_type, typename output_type::dtype>(output, std::span(cast_output_));
-      return cast_output_;
+    if constexpr (first_untrainable_layer != 0) {
+      // Reported here, before the passes below would fail on that layer with a less helpful error.
+      static_assert(detail::layer_has_no_backward_pass<first_untrainable_layer,
+                                                       std::tuple_element_t<first_untrainable_layer - 1, layer_types>>::reported);
+      return {};
     } else {
-      return output;
+      check_batch(x.batch());
+      const auto output = std::apply(
+          [&](auto&... layers) { return (detail::training_pass<T>{x.values(), x.batch()} | ... | &layers).values; },
+          layers_);
+      if constexpr (model_casts_output) {
+        cast_output_.resize(output.size());
+        kernels::convert<typename decltype(output)::value_type, typename output_type::dtype>(output,
+                                                                                            std::span(cast_output_));
+        return cast_output_;
+      } else {
+        return output;
+      }
     }
   }
   /// The backward pass from the gradient of the loss with respect to the output (overwritten on
@@ -504,16 +511,15 @@ class Sequential {
     else return y;
   }
 
-  template <std::size_t... I>
-  static void check_trainable_layers(std::index_sequence<I...>) {
-    (
-        [] {
-          using L = std::tuple_element_t<I, layer_types>;
-          if constexpr (!requires(L& layer) { layer.engine(); })
-            static_assert(detail::layer_has_no_backward_pass<I + 1, L>::reported);
-        }(),
-        ...);
-  }
+  /// The position (from 1) of the first layer without a backward pass; 0 when all have one.
+  static constexpr std::size_t first_untrainable_layer = []<std::size_t... I>(std::index_sequence<I...>) {
+    std::size_t position = 0;
+    ((position = position != 0 || requires(std::tuple_element_t<I, layer_types>& layer) { layer.engine(); }
+                     ? position
+                     : I + 1),
+     ...);
+    return position;
+  }(std::make_index_sequence<layer_count>{});
   template <class L, std::size_t... F>
   static void check_labels() {
     using labels = Tensor<L, F...>;
