@@ -21,17 +21,22 @@ namespace detail {
 
 template <class Compute, class Variable, class Output>
 constexpr auto policy_name() {
-  constexpr auto compute = dtype_traits<Compute>::name;
-  constexpr auto variable = dtype_traits<Variable>::name;
-  constexpr auto output = dtype_traits<Output>::name;
-  if constexpr (std::is_same_v<Compute, Variable> && std::is_same_v<Compute, Output>) {
-    return compute;
-  } else if constexpr (std::is_same_v<Variable, float> && std::is_same_v<Output, Compute> &&
-                       (std::is_same_v<Compute, float16> || std::is_same_v<Compute, bfloat16>)) {
-    return fixed_string("mixed_") + compute;
+  if constexpr (!(DType<Compute> && DType<Variable> && DType<Output>)) {
+    return fixed_string("");  // reported by Policy's static_asserts; nothing more to report
   } else {
-    // Any other combination is named in jmp's syntax, which DTypePolicy parses back.
-    return fixed_string("params=") + variable + fixed_string(",compute=") + compute + fixed_string(",output=") + output;
+    constexpr auto compute = dtype_traits<Compute>::name;
+    constexpr auto variable = dtype_traits<Variable>::name;
+    constexpr auto output = dtype_traits<Output>::name;
+    if constexpr (std::is_same_v<Compute, Variable> && std::is_same_v<Compute, Output>) {
+      return compute;
+    } else if constexpr (std::is_same_v<Variable, float> && std::is_same_v<Output, Compute> &&
+                         (std::is_same_v<Compute, float16> || std::is_same_v<Compute, bfloat16>)) {
+      return fixed_string("mixed_") + compute;
+    } else {
+      // Any other combination is named in jmp's syntax, which DTypePolicy parses back.
+      return fixed_string("params=") + variable + fixed_string(",compute=") + compute + fixed_string(",output=") +
+             output;
+    }
   }
 }
 
@@ -40,8 +45,11 @@ constexpr auto policy_name() {
 template <class Compute, class Variable = Compute, class Output = Compute>
 struct Policy {
   static_assert(DType<Compute>, "Policy<Compute, ...>: Compute is not a mixprec dtype (see dtype_registry).");
-  static_assert(DType<Variable>, "Policy<Compute, Variable>: Variable is not a mixprec dtype (see dtype_registry).");
-  static_assert(DType<Output>, "Policy<Compute, Variable, Output>: Output is not a mixprec dtype (see dtype_registry).");
+  // Variable and Output default to Compute: a bad Compute is reported once.
+  static_assert(DType<Variable> || std::is_same_v<Variable, Compute>,
+                "Policy<Compute, Variable>: Variable is not a mixprec dtype (see dtype_registry).");
+  static_assert(DType<Output> || std::is_same_v<Output, Compute>,
+                "Policy<Compute, Variable, Output>: Output is not a mixprec dtype (see dtype_registry).");
   static_assert((std::is_same_v<Compute, Variable> && std::is_same_v<Compute, Output>) ||
                     (FloatingDType<Compute> && FloatingDType<Variable> && FloatingDType<Output>),
                 "Policy<Compute, Variable, Output>: a mixed policy (dtypes that differ) needs floating dtypes for "

@@ -44,11 +44,11 @@ constexpr std::size_t first_accepted_policy() {
   return sizeof...(Policies);
 }
 
-/// True when F does not accept P, or accepts it and returns R.
+/// True when F accepts P and returns R.
 template <class F, class P, class R>
-constexpr bool returns_or_rejects() {
+constexpr bool returns() {
   if constexpr (std::is_invocable_v<F&, P>) return std::is_same_v<std::invoke_result_t<F&, P>, R>;
-  else return true;
+  else return false;
 }
 
 }  // namespace detail
@@ -123,7 +123,8 @@ class DTypePolicy {
 
   template <class R, class F, class P>
   static R visit_one(F& f, std::size_t amax_history_length) {
-    if constexpr (std::is_invocable_v<F&, P>) {
+    // A visitor returning another type for P is reported by visit's static_assert, not here too.
+    if constexpr (detail::returns<F, P, R>()) {
       P policy{};
       if constexpr (requires { policy.amax_history_length = amax_history_length; })
         policy.amax_history_length = amax_history_length;
@@ -249,7 +250,8 @@ decltype(auto) DTypePolicy::visit(F&& f) const {
                   "Policy<...> or a quantized policy value).");
     using result = std::invoke_result_t<
         F&, std::tuple_element_t<first, std::tuple<typename decltype(types)::type...>>>;
-    static_assert((... && detail::returns_or_rejects<F, typename decltype(types)::type, result>()),
+    static_assert((... && (detail::returns<F, typename decltype(types)::type, result>() ||
+                       !std::is_invocable_v<F&, typename decltype(types)::type>)),
                   "DTypePolicy::visit: the visitor must return the same type for every policy it accepts.");
     using thunk = result (*)(F&, std::size_t);
     static constexpr thunk table[] = {&visit_one<result, F, typename decltype(types)::type>...};
