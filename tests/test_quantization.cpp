@@ -430,6 +430,32 @@ TEST_CASE("an int8 kernel's depth is limited to what int32 sums hold: refused be
   CHECK(layer(x) == before);
 }
 
+TEST_CASE("a model whose later layer is too deep for int8 is refused whole: no layer is quantized, it stays compiled") {
+  using model_type = Sequential<policies::float32, Input<4>, Dense<140000>, Dense<2>>;
+  model_type model;
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  test::copy_weights(model, runtime);
+  const auto x = wave<float, 4>(2);
+  const auto y = wave<float, 2>(2);
+  const auto before = model(x);
+  const auto runtime_before = runtime(x).to_tensor<float, dynamic, 2>();
+  model.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  runtime.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  const char* const refusal = "an int8 kernel takes at most 131071 input features";
+  CHECK_THROWS_WITH_AS(model.quantize("int8"), doctest::Contains(refusal), std::invalid_argument);
+  CHECK(model.layer<0>().quantization() == quantization_mode::none);
+  CHECK(model.layer<0>().dtype_policy().name() == "float32");
+  CHECK(model(x) == before);
+  CHECK(model.trainable_weights().size() == 4);
+  CHECK_NOTHROW(model.train_on_batch(x, y));
+
+  CHECK_THROWS_WITH_AS(runtime.quantize("int8"), doctest::Contains(refusal), std::invalid_argument);
+  CHECK(runtime.layer(0).dtype_policy().name() == "float32");
+  CHECK(runtime(x).to_tensor<float, dynamic, 2>() == runtime_before);
+  CHECK(runtime.trainable_weights().size() == 4);
+  CHECK_NOTHROW(runtime.train_on_batch(AnyTensor(x), AnyTensor(y)));
+}
+
 TEST_CASE("float8 without bias and with an activation that keeps its pre-activation; a frozen float8 layer keeps its scales") {
   using model_type = Sequential<policies::float32, Input<6>, Dense<5, activations::gelu, no_bias>, Dense<3>>;
   model_type model;

@@ -90,8 +90,10 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   quantization_mode checked_quantization(std::string_view mode) const
     requires requires { Kind::quantizable_modes; }
   {
-    return detail::checked_quantize(
+    const quantization_mode m = detail::checked_quantize(
         {this->name(), this->built(), quantization(), dtype_policy().name(), dtype_name_v<compute_dtype>}, mode);
+    engine_.quantized_specs(m);
+    return m;
   }
   /// Keras' layer.quantize(mode) on a built layer of a kind with a quantized form: its float
   /// weights become the quantized ones and it runs the quantized arithmetic from then on. Every

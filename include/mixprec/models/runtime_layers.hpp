@@ -378,8 +378,10 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
     if (!quantizable())
       throw std::invalid_argument("Layer '" + detail::quote_for_message(this->name()) + "' (" + std::string(Kind::keras_class) +
                                   ") has no quantized form; Dense layers do.");
-    return detail::checked_quantize(
+    const quantization_mode m = detail::checked_quantize(
         {this->name(), built_, engine_.quantization(), this->dtype_policy().name(), dtype_name_v<C>}, mode);
+    if constexpr (requires { Kind::quantizable_modes; }) engine_.quantized_specs(m);
+    return m;
   }
 
   detail::layer_engine<Kind, C, V> engine_;

@@ -110,6 +110,14 @@ class kind_engine {
     settings_ = std::move(previous.settings);
     specs_ = std::move(previous.specs);
   }
+  /// The weight list of this built layer quantized in `mode`, after the kind's and the size
+  /// checks (an int8 Dense's depth cap, ...), which throw before anything changes: a model checks
+  /// every layer this way before it quantizes any.
+  std::vector<weight_spec> quantized_specs(quantization_mode mode) const {
+    settings_type quantized = settings_;
+    quantized.quantization = mode;
+    return checked_weights(quantized, input_, 0);
+  }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
   /// Fixes the input extents (batch excluded) of the layer `layer_name`; returns the weights to
@@ -290,9 +298,9 @@ class layer_engine : public kind_engine<Kind> {
   /// the float weights' values, in weight order). Nothing changes until adopt_quantization.
   std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
       quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
+    std::vector<weight_spec> specs = this->quantized_specs(mode);
     settings_type quantized = this->settings_;
     quantized.quantization = mode;
-    std::vector<weight_spec> specs = base::checked_weights(quantized, this->input_, 0);
     return {std::move(specs), Kind::template quantized_weights<V>(quantized, this->input_, float_weights)};
   }
 
