@@ -177,6 +177,12 @@ TEST_CASE("a rejected step changes nothing") {
   const auto x = tensor_of<float, dynamic, 4>({0.5f, -1.0f, 2.0f, 0.25f, 1.0f, 0.0f, -0.5f, 3.0f});
   CHECK_THROWS_WITH_AS(model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1})),
                        "You must call `compile()` before using the model.", std::logic_error);
+  // Keras' loss=None: a null name (a nullptr literal does not compile, with the same words).
+  const char* no_loss = nullptr;
+  CHECK_THROWS_WITH_AS(model.compile(optimizers::SGD(0.1), no_loss),
+                       "No loss to compute. Provide a `loss` argument in `compile()`.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1})),
+                       "You must call `compile()` before using the model.", std::logic_error);
   model.compile(optimizers::SGD(0.1, 0.9), losses::SparseCategoricalCrossentropy(true), {"accuracy"});
   model.train_on_batch(x, Tensor<std::int32_t, dynamic>({0, 1}));
   const auto weights = weight_bytes(model);

@@ -255,6 +255,25 @@ Logs test_step(Model& model, compiled_model& c, std::span<const T> output, const
   return logs_of(static_cast<double>(loss) + model.regularization_loss(), c.metrics);
 }
 
+/// compile()'s loss: a losses::... object or a Keras name. A null name is Keras' loss=None,
+/// refused here already (Keras refuses it at the first step), in Keras' words.
+template <class Loss>
+losses::Loss compiled_loss(const Loss& loss) {
+  static_assert(!std::is_null_pointer_v<Loss>, "No loss to compute. Provide a `loss` argument in `compile()`.");
+  static_assert(std::is_base_of_v<losses::Loss, Loss> || std::is_convertible_v<Loss, std::string_view>,
+                "compile(optimizer, loss, metrics): the loss is a losses::... object or a Keras loss name.");
+  constexpr const char* no_loss = "No loss to compute. Provide a `loss` argument in `compile()`.";
+  if constexpr (std::is_base_of_v<losses::Loss, Loss>) {
+    return losses::Loss(loss);
+  } else if constexpr (std::is_null_pointer_v<Loss>) {
+    throw std::invalid_argument(no_loss);  // reported above; nothing more to report
+  } else {
+    if constexpr (std::is_pointer_v<Loss>)
+      if (loss == nullptr) throw std::invalid_argument(no_loss);
+    return losses::get(std::string_view(loss));
+  }
+}
+
 template <class Model>
 struct training_entry<Model, void> {
   template <class Optimizer, class Loss>
@@ -264,12 +283,7 @@ struct training_entry<Model, void> {
                       std::is_same_v<optimizers::LossScaleOptimizer, Optimizer>,
                   "compile(optimizer, loss, metrics): the optimizer is optimizers::SGD, Adam, AdamW or a "
                   "LossScaleOptimizer around one of them.");
-    static_assert(std::is_base_of_v<losses::Loss, Loss> || std::is_convertible_v<Loss, std::string_view>,
-                  "compile(optimizer, loss, metrics): the loss is a losses::... object or a Keras loss name.");
-    losses::Loss resolved = [&] {
-      if constexpr (std::is_base_of_v<losses::Loss, Loss>) return losses::Loss(loss);
-      else return losses::get(std::string_view(loss));
-    }();
+    losses::Loss resolved = compiled_loss(loss);
     compiled_model::any_optimizer chosen = [&]() -> compiled_model::any_optimizer {
       if constexpr (std::is_same_v<optimizers::LossScaleOptimizer, Optimizer>) return std::move(optimizer);
       else if (!options.auto_scale_loss) return optimizers::Optimizer(std::move(optimizer));
