@@ -61,6 +61,11 @@ TEST_CASE("duplicate keys, bad values and bad regexes are rejected; the map is u
                        "layer/dense already exist in the DTypePolicyMap with value <DTypePolicy \"bfloat16\">. Please "
                        "make sure to not use duplicated keys.",
                        std::invalid_argument);
+  // Keras checks the key first: a present key with a bad value is a duplicate key.
+  CHECK_THROWS_WITH_AS(map.set("layer/dense", "float33"), doctest::Contains("already exist in the DTypePolicyMap"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(map.set("layer/dense", nlohmann::json(7)), doctest::Contains("already exist in the DTypePolicyMap"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(map.set("layer/other", "float33"),
                        doctest::Contains("Cannot interpret the assigned value by `keras.dtype_policies.get`"),
                        std::invalid_argument);

@@ -60,6 +60,11 @@ TEST_CASE("bad serialized policies are clear errors") {
   CHECK_THROWS_WITH_AS(
       dtype_policies::deserialize(json{{"class_name", "DTypePolicy"}, {"config", {{"mode", "int8"}, {"source_name", "float32"}}}}),
       doctest::Contains("describes a QuantizedDTypePolicy"), std::invalid_argument);
+  // Keras builds the class from the config's keys: a missing amax_history_length is the default.
+  const DTypePolicy float8 = dtype_policies::deserialize(
+      json{{"class_name", "QuantizedFloat8DTypePolicy"}, {"config", {{"mode", "float8"}, {"source_name", "float32"}}}});
+  CHECK(float8 == QuantizedFloat8DTypePolicy("float8", "float32"));
+  CHECK(float8.amax_history_length() == 1024);
   CHECK_THROWS_WITH_AS(dtype_policies::deserialize(json{{"class_name", "DTypePolicyMap"}, {"config", json::object()}}),
                        doctest::Contains("DTypePolicyMap::from_config"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(dtype_policies::deserialize(json(3)), doctest::Contains("Could not deserialize"),

@@ -47,10 +47,12 @@ class DTypePolicyMap {
   /// std::invalid_argument and leaves the map as it was.
   void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
   void set(std::string_view key, std::string_view policy) {
+    check_new_key(key);  // Keras checks the key before it reads the value
     insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::quote_for_message(policy)));
   }
   void set(std::string_view key, const char* policy) { set(key, std::string_view(policy)); }
   void set(std::string_view key, const nlohmann::json& policy) {
+    check_new_key(key);
     insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::shown(policy)));
   }
 
@@ -211,7 +213,7 @@ class DTypePolicyMap {
     }
   }
 
-  void insert(std::string_view key, const DTypePolicy& policy) {
+  void check_new_key(std::string_view key) const {
     for (const auto& item : entries_)
       if (item.key == key) {
         std::ostringstream message;
@@ -219,6 +221,9 @@ class DTypePolicyMap {
                 << ". Please make sure to not use duplicated keys.";
         throw std::invalid_argument(message.str());
       }
+  }
+  void insert(std::string_view key, const DTypePolicy& policy) {
+    check_new_key(key);
     entries_.push_back({std::string(key), policy, compile_key(key)});
   }
 

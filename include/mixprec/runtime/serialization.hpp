@@ -57,7 +57,12 @@ inline DTypePolicy deserialize(const nlohmann::json& config) {
                                                     "QuantizedFloat8DTypePolicy"};
   for (std::string_view known : classes) {
     if (class_name != known) continue;
-    DTypePolicy policy = DTypePolicy::from_config(*inner);
+    // Keras builds the class from the config's keys (cls(**config)): a QuantizedFloat8DTypePolicy
+    // config without amax_history_length takes the constructor's default.
+    nlohmann::json keys = *inner;
+    if (known == "QuantizedFloat8DTypePolicy" && !keys.contains("amax_history_length"))
+      keys["amax_history_length"] = default_amax_history_length;
+    DTypePolicy policy = DTypePolicy::from_config(keys);
     const std::string_view expected = known == "FloatDTypePolicy" ? "DTypePolicy" : known;
     if (policy.class_name() != expected)
       throw std::invalid_argument("Could not deserialize a " + class_name + " from the config " +
