@@ -83,6 +83,15 @@ TEST_CASE("seed 000: the model policy applies to layers without their own; the f
   CHECK(model.layer<0>().dtype_policy() == DTypePolicy("mixed_float16"));
   static_assert(std::is_same_v<decltype(model.layer<0>().kernel.value()), const Tensor<float, dynamic, 10>&>);
   CHECK(model.parameter_count() == 100 * 10 + 10 + 10 * 10 + 10);
+  // Saved as Keras saves Activation("softmax"); a Softmax layer as Keras' Softmax.
+  const auto layers_config = model.get_config()["config"]["layers"];
+  CHECK(layers_config[3]["class_name"] == "Activation");
+  CHECK(layers_config[3]["config"]["name"] == "activation");
+  CHECK(layers_config[3]["config"]["activation"] == "softmax");
+  const auto cnn_layers = cnn().get_config()["config"]["layers"];
+  CHECK(cnn_layers.back()["class_name"] == "Softmax");
+  CHECK(cnn_layers.back()["config"]["name"] == "softmax");
+  CHECK(cnn_layers.back()["config"]["axis"] == -1);
 }
 
 TEST_CASE("a float64 model (seed 000) and the infer policy") {

@@ -20,20 +20,15 @@
 namespace mixprec {
 
 namespace detail {
-template <class A>
-using activation_layer_kind =
-    std::conditional_t<std::is_same_v<A, activations::softmax>, layer_kinds::softmax, layer_kinds::activation>;
-}  // namespace detail
 
-template <class A, class... Options>
-class Activation : public KindLayer<Activation<A, Options...>, detail::activation_layer_kind<A>,
-                                    policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
-  static_assert(ActivationType<A>, "Activation<A>: A must be an activation (activations::relu, ...).");
-  static_assert(options_are_valid<std::tuple<Options...>, detail::is_policy_option,
-                                  detail::is_flag<no_autocast>::template of>::value,
-                "Activation<A, Options...>: the options are a dtype policy and no_autocast, each at most once.");
-  using kind = detail::activation_layer_kind<A>;
-  using base = KindLayer<Activation, kind, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
+/// What Activation and Softmax share: a weightless kind over the last axis, in the policy's
+/// compute dtype. They differ in their Keras class (and config) and default name.
+template <class Derived, class Kind, class A, class... Options>
+class activation_layer : public KindLayer<Derived, Kind, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>> {
+  static_assert(options_are_valid<std::tuple<Options...>, is_policy_option, is_flag<no_autocast>::template of>::value,
+                "Activation<A, Options...> and Softmax<Options...>: the options are a dtype policy and no_autocast, "
+                "each at most once.");
+  using base = KindLayer<Derived, Kind, policy_option_t<Options...>, !has_flag_v<no_autocast, Options...>>;
 
  public:
   using typename base::compute_dtype;
@@ -44,32 +39,58 @@ class Activation : public KindLayer<Activation<A, Options...>, detail::activatio
                 "Activation computes in float16, bfloat16, float32 or float64: its policy's compute dtype is none "
                 "of them.");
 
-  template <class Policy>
-  using with_default_policy =
-      std::conditional_t<has_own_policy, Activation, Activation<A, Options..., Policy>>;
   template <class X>
   using output_t = rebind_tensor_t<X, compute_dtype>;
-
-  explicit Activation(std::string name = "activation", bool trainable = true)
-      : base(std::move(name), settings_for_kind(), trainable) {}
-  template <class... Other>
-  explicit Activation(const Activation<A, Other...>& spec) : Activation(spec.name(), spec.trainable()) {}
 
   template <class X>
   static void check_input() {
     static_assert(X::rank >= 1, "Activation needs a tensor with at least one axis.");
   }
 
+ protected:
+  activation_layer(std::string name, bool trainable) : base(std::move(name), settings_for_kind(), trainable) {}
+
  private:
-  static typename kind::settings settings_for_kind() {
-    typename kind::settings settings;
+  static typename Kind::settings settings_for_kind() {
+    typename Kind::settings settings;
     settings.function = A::kind;
     return settings;
   }
 };
 
+}  // namespace detail
+
+/// Keras' Activation layer; Activation<activations::softmax> is saved as Keras saves
+/// Activation("softmax") (class Activation), Softmax<> as a Softmax layer.
+template <class A, class... Options>
+class Activation
+    : public detail::activation_layer<Activation<A, Options...>, layer_kinds::activation, A, Options...> {
+  static_assert(ActivationType<A>, "Activation<A>: A must be an activation (activations::relu, ...).");
+  using base = detail::activation_layer<Activation<A, Options...>, layer_kinds::activation, A, Options...>;
+
+ public:
+  template <class Policy>
+  using with_default_policy =
+      std::conditional_t<base::has_own_policy, Activation, Activation<A, Options..., Policy>>;
+
+  explicit Activation(std::string name = "activation", bool trainable = true) : base(std::move(name), trainable) {}
+  template <class... Other>
+  explicit Activation(const Activation<A, Other...>& spec) : Activation(spec.name(), spec.trainable()) {}
+};
+
 /// Keras' Softmax layer (last axis).
 template <class... Options>
-using Softmax = Activation<activations::softmax, Options...>;
+class Softmax : public detail::activation_layer<Softmax<Options...>, layer_kinds::softmax, activations::softmax,
+                                                Options...> {
+  using base = detail::activation_layer<Softmax<Options...>, layer_kinds::softmax, activations::softmax, Options...>;
+
+ public:
+  template <class Policy>
+  using with_default_policy = std::conditional_t<base::has_own_policy, Softmax, Softmax<Options..., Policy>>;
+
+  explicit Softmax(std::string name = "softmax", bool trainable = true) : base(std::move(name), trainable) {}
+  template <class... Other>
+  explicit Softmax(const Softmax<Other...>& spec) : Softmax(spec.name(), spec.trainable()) {}
+};
 
 }  // namespace mixprec
