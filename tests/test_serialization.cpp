@@ -65,6 +65,11 @@ TEST_CASE("bad serialized policies are clear errors") {
       json{{"class_name", "QuantizedFloat8DTypePolicy"}, {"config", {{"mode", "float8"}, {"source_name", "float32"}}}});
   CHECK(float8 == QuantizedFloat8DTypePolicy("float8", "float32"));
   CHECK(float8.amax_history_length() == 1024);
+  CHECK_THROWS_WITH_AS(
+      dtype_policies::deserialize(json{{"class_name", "QuantizedFloat8DTypePolicy"}, {"config", {{"name", "float32"}}}}),
+      "Could not deserialize a QuantizedFloat8DTypePolicy from the config {\"name\":\"float32\"}, which describes a "
+      "DTypePolicy.",
+      std::invalid_argument);
   CHECK_THROWS_WITH_AS(dtype_policies::deserialize(json{{"class_name", "DTypePolicyMap"}, {"config", json::object()}}),
                        doctest::Contains("DTypePolicyMap::from_config"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(dtype_policies::deserialize(json(3)), doctest::Contains("Could not deserialize"),

@@ -58,9 +58,9 @@ inline DTypePolicy deserialize(const nlohmann::json& config) {
   for (std::string_view known : classes) {
     if (class_name != known) continue;
     // Keras builds the class from the config's keys (cls(**config)): a QuantizedFloat8DTypePolicy
-    // config without amax_history_length takes the constructor's default.
+    // config with a mode but no amax_history_length takes the constructor's default.
     nlohmann::json keys = *inner;
-    if (known == "QuantizedFloat8DTypePolicy" && !keys.contains("amax_history_length"))
+    if (known == "QuantizedFloat8DTypePolicy" && keys.contains("mode") && !keys.contains("amax_history_length"))
       keys["amax_history_length"] = default_amax_history_length;
     DTypePolicy policy = DTypePolicy::from_config(keys);
     const std::string_view expected = known == "FloatDTypePolicy" ? "DTypePolicy" : known;

@@ -10,10 +10,11 @@
 //   categorical_accuracy          argmax t == argmax p            (the first maximum wins ties)
 //   sparse_categorical_accuracy   label == argmax p
 //   mse / mae                     mean_c (p - t)^2 / mean_c |p - t|
-// "accuracy" (or "acc") picks one of the three accuracies as tf.keras 2 does: binary when the
-// loss is binary crossentropy or the predictions have one column, sparse when the targets are
-// class ids, categorical otherwise. (Keras 3 looks at the shapes alone, so a multi-label binary
-// crossentropy would get categorical accuracy; the loss says what the columns mean.) The metric keeps the name it was asked by ("accuracy"), which
+// "accuracy" (or "acc") picks one of the three accuracies as Keras 2's legacy training loop did:
+// binary when the loss is binary crossentropy or the predictions have one column, sparse when
+// the targets are class ids, categorical otherwise. Keras 3 (and tf.keras 2's compile) looks at
+// the shapes alone, so a multi-label binary crossentropy would get categorical accuracy; the
+// loss says what the columns mean. The metric keeps the name it was asked by ("accuracy"), which
 // is the key it has in the logs.
 #pragma once
 
