@@ -101,9 +101,14 @@ class Layer {
   static_assert(!std::is_same_v<policy, InferPolicy>,
                 "The infer policy is a model policy (Sequential<policies::infer, ...>), resolved from each layer's "
                 "input dtype; give a layer a concrete policy such as policies::float32.");
+
+ private:
   // After either report above, float32's dtypes stand in, so that no other error follows.
-  using compute_dtype = typename std::conditional_t<DTypePolicyType<policy>, policy, policies::float32>::compute_dtype;
-  using variable_dtype = typename std::conditional_t<DTypePolicyType<policy>, policy, policies::float32>::variable_dtype;
+  using dtypes_of = std::conditional_t<DTypePolicyType<policy>, policy, policies::float32>;
+
+ public:
+  using compute_dtype = typename dtypes_of::compute_dtype;
+  using variable_dtype = typename dtypes_of::variable_dtype;
   /// Keras: a layer's dtype is its variable dtype.
   using dtype = variable_dtype;
   static constexpr bool autocast = Autocast;

@@ -45,15 +45,15 @@ class DTypePolicyMap {
   /// a key that is not a valid RE2 regular expression (or not valid UTF-8, longer than
   /// max_key_length, or too large to compile within key_regex_memory), or a bad value throws
   /// std::invalid_argument and leaves the map as it was.
-  void set(std::string_view key, const DTypePolicy& policy) { insert(key, policy); }
+  void set(std::string_view key, const DTypePolicy& policy) {
+    insert(key, [&] { return policy; });
+  }
   void set(std::string_view key, std::string_view policy) {
-    check_new_key(key);  // Keras checks the key before it reads the value
-    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::quote_for_message(policy)));
+    insert(key, [&] { return interpret(key, [&] { return dtype_policies::get(policy); }, detail::quote_for_message(policy)); });
   }
   void set(std::string_view key, const char* policy) { set(key, std::string_view(policy)); }
   void set(std::string_view key, const nlohmann::json& policy) {
-    check_new_key(key);
-    insert(key, interpret(key, [&] { return dtype_policies::get(policy); }, detail::shown(policy)));
+    insert(key, [&] { return interpret(key, [&] { return dtype_policies::get(policy); }, detail::shown(policy)); });
   }
 
   /// The policy for a layer path: exact key, else the one key whose regex matches the whole
@@ -213,7 +213,10 @@ class DTypePolicyMap {
     }
   }
 
-  void check_new_key(std::string_view key) const {
+  /// Adds the key with the policy make_policy() returns, read only once the key is known to be
+  /// new (Keras checks the key before it reads the value).
+  template <class MakePolicy>
+  void insert(std::string_view key, MakePolicy&& make_policy) {
     for (const auto& item : entries_)
       if (item.key == key) {
         std::ostringstream message;
@@ -221,10 +224,8 @@ class DTypePolicyMap {
                 << ". Please make sure to not use duplicated keys.";
         throw std::invalid_argument(message.str());
       }
-  }
-  void insert(std::string_view key, const DTypePolicy& policy) {
-    check_new_key(key);
-    entries_.push_back({std::string(key), policy, compile_key(key)});
+    DTypePolicy policy = make_policy();
+    entries_.push_back({std::string(key), std::move(policy), compile_key(key)});
   }
 
   static std::string python_list(const std::vector<std::string_view>& items) {

@@ -98,8 +98,7 @@ class kind_engine {
   /// Strong guarantee: the settings change only once the new weight list exists. Returns what
   /// they replaced, so that a caller whose next step fails can put it back.
   quantization_undo adopt_quantization(quantization_mode mode) {
-    quantization_undo previous{settings_, {}};
-    previous.settings.quantization = mode;
+    quantization_undo previous{settings_quantized(mode), {}};
     std::vector<weight_spec> specs = Kind::weights(previous.settings, input_);
     std::swap(settings_, previous.settings);
     std::swap(specs_, specs);
@@ -114,9 +113,13 @@ class kind_engine {
   /// checks (an int8 Dense's depth cap, ...), which throw before anything changes: a model checks
   /// every layer this way before it quantizes any.
   std::vector<weight_spec> quantized_specs(quantization_mode mode) const {
+    return checked_weights(settings_quantized(mode), input_, 0);
+  }
+  /// The settings with quantization `mode`.
+  settings_type settings_quantized(quantization_mode mode) const {
     settings_type quantized = settings_;
     quantized.quantization = mode;
-    return checked_weights(quantized, input_, 0);
+    return quantized;
   }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
@@ -299,9 +302,8 @@ class layer_engine : public kind_engine<Kind> {
   std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
       quantization_mode mode, std::span<const std::span<const V>> float_weights) const {
     std::vector<weight_spec> specs = this->quantized_specs(mode);
-    settings_type quantized = this->settings_;
-    quantized.quantization = mode;
-    return {std::move(specs), Kind::template quantized_weights<V>(quantized, this->input_, float_weights)};
+    return {std::move(specs),
+            Kind::template quantized_weights<V>(this->settings_quantized(mode), this->input_, float_weights)};
   }
 
   /// y = layer(x) outside a training step, for inputs of the shape given (a layer without
