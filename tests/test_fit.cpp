@@ -416,6 +416,58 @@ TEST_CASE("fit, evaluate and predict: bad arguments") {
   CHECK(fresh.predict(d.ax, {.verbose = 0}).extents() == std::vector<std::size_t>{10, 3});
 }
 
+TEST_CASE("fit checks all its data before the first step: bad data anywhere changes nothing") {
+  const data d = make_data(10, 21);
+  const auto rejected = [](auto& model, auto&& call, const std::string& message) {
+    const auto before = weight_bytes(model);
+    CHECK_THROWS_WITH_AS(call(), message.c_str(), std::invalid_argument);
+    CHECK(weight_bytes(model) == before);
+    CHECK(model.optimizer().iterations() == 0);
+  };
+  SUBCASE("a RuntimeModel") {
+    RuntimeModel model({6}, {layer_configs::dense(3)});
+    model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+    std::vector<std::int32_t> labels(d.y.values().begin(), d.y.values().end());
+    labels.back() = 7;  // in the last batch
+    rejected(model, [&] { model.fit(d.ax, AnyTensor({10}, labels), {.batch_size = 4, .verbose = 0, .shuffle = false}); },
+             "Received a label value of 7 which is outside the valid range of [0, 3).");
+    std::vector<float> x(d.x.values().begin(), d.x.values().end());
+    x.back() = std::numeric_limits<float>::quiet_NaN();
+    rejected(model, [&] { model.fit(AnyTensor({10, 6}, x), d.ay, {.batch_size = 4, .verbose = 0}); },
+             "the inputs hold a non-finite value (NaN or infinity); a training step on them would make every weight NaN.");
+    const data wide = make_data(5, 22);
+    const AnyTensor five_features({5, 5}, std::vector<float>(25, 0.5f));
+    rejected(model, [&] { model.fit(d.ax, d.ay, {.verbose = 0, .validation_data = std::pair(five_features, wide.ay)}); },
+             "validation_data: RuntimeModel 'sequential' expects inputs of shape (batch, 6); got (batch, 5).");
+    rejected(model, [&] { model.fit(d.ax, d.ay, {.verbose = 0, .validation_data = std::pair(wide.ax, AnyTensor({5}, std::vector<std::int32_t>(5, -1)))}); },
+             "validation_data: Received a label value of -1 which is outside the valid range of [0, 3).");
+    // Validation rows are only evaluated: a non-finite input there is not a training step's.
+    model.fit(AnyTensor({10, 6}, x), d.ay, {.verbose = 0, .validation_split = 0.2});
+    CHECK(model.optimizer().iterations() == 1);
+  }
+  SUBCASE("a Sequential model") {
+    mlp model;
+    model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    Y labels = d.y;
+    labels[9] = 3;
+    rejected(model, [&] { model.fit(d.x, labels, {.batch_size = 4, .verbose = 0}); },
+             "Received a label value of 3 which is outside the valid range of [0, 3).");
+  }
+}
+
+TEST_CASE("a batch_size larger than the data is one step, however large") {
+  CHECK(detail::steps_for(10, std::numeric_limits<std::size_t>::max()) == 1);
+  CHECK(detail::steps_for(10, 4) == 3);
+  CHECK(detail::steps_for(12, 4) == 3);
+  RuntimeModel model({6}, {layer_configs::dense(3)});
+  model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+  const data d = make_data(10, 23);
+  const callbacks::History history =
+      model.fit(d.ax, d.ay, {.batch_size = std::numeric_limits<std::size_t>::max(), .verbose = 0});
+  CHECK(history.params().steps == 1);
+  CHECK(model.optimizer().iterations() == 1);
+}
+
 TEST_CASE("epoch logs with loss scaling: the last scale and the number of skipped steps") {
   detail::running_logs logs;
   logs.add({{"loss", 1.0}, {"loss_scale", 32768.0}, {"skipped", 1.0}}, 4);
@@ -426,6 +478,21 @@ TEST_CASE("epoch logs with loss scaling: the last scale and the number of skippe
 }
 
 TEST_CASE("the progress bar: Keras 3's text") {
+  SUBCASE("a fit that threw leaves the bar to draw the next evaluate") {
+    std::ostringstream out;
+    RuntimeModel model({6}, {layer_configs::dense(3)});
+    model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    const data d = make_data(10, 9);
+    const auto bar = std::make_shared<callbacks::ProgbarLogger>(out, false, ticking_clock());
+    struct failing : callbacks::Callback {
+      void on_epoch_begin(int, const Logs&) override { throw std::runtime_error("stop"); }
+    };
+    CHECK_THROWS_AS(model.fit(d.ax, d.ay, {.verbose = 1, .callbacks = {bar, std::make_shared<failing>()}}),
+                    std::runtime_error);
+    out.str("");
+    model.evaluate(d.ax, d.ay, {.verbose = 1, .callbacks = {bar}});
+    CHECK(out.str().starts_with("1/1 \u2501"));
+  }
   SUBCASE("verbose 1, not a terminal: the final line of each epoch") {
     std::ostringstream out;
     RuntimeModel model({6}, {layer_configs::dense(3)});
@@ -548,6 +615,10 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   CHECK(read_file(steps) == expected_steps + "0;0;0.5;32768.0;1.0\r\n");
   std::filesystem::remove(file);
   std::filesystem::remove(steps);
+  // Python's csv module takes a one-character separator.
+  for (const char* bad : {"", ";;"})
+    CHECK_THROWS_WITH_AS(callbacks::CSVLogger(file, bad), (std::string("CSVLogger: the separator must be a 1-character string. Received: separator='") + bad + "'").c_str(),
+                         std::invalid_argument);
 }
 
 TEST_CASE("EarlyStopping: patience, and restore_best_weights to the best epoch's bits") {
@@ -609,6 +680,28 @@ TEST_CASE("ModelCheckpoint: save_best_only writes on improvement only, and the f
   CHECK(checkpoint->best() == 0.25);
   for (const auto& path : checkpoint->saved()) std::filesystem::remove(path);
   CHECK(callbacks::detail::checkpoint_path("w{epoch}-{loss:.2f}.bin", 8, {{"loss", 0.123}}) == "w9-0.12.bin");
+}
+
+TEST_CASE("ModelCheckpoint paths: Python's str.format of the fields Keras paths use, however long") {
+  using callbacks::detail::checkpoint_path;
+  // Python: 'w{epoch:03d}-{loss:.4f}.bin'.format(epoch=12, loss=1e70)
+  CHECK(checkpoint_path("w{epoch:03d}-{loss:.4f}.bin", 11, {{"loss", 1e70}}) ==
+        "w012-10000000000000000725314363815292351261583744096465219555182101554790400.0000.bin");
+  CHECK(checkpoint_path("w{epoch:0d}{epoch:d}{epoch:5d}.bin", 0, {}) == "w11    1.bin");
+  CHECK(checkpoint_path("{loss:.3e}_{loss}", 0, {{"loss", 0.25}}) == "2.500e-01_0.25");
+  CHECK(checkpoint_path("{{epoch}}-{epoch}}}", 1, {}) == "{epoch}-2}");
+  const auto rejected = [](const std::string& pattern, const char* message) {
+    CHECK_THROWS_WITH_AS(checkpoint_path(pattern, 0, {{"loss", 0.5}}), message, std::invalid_argument);
+  };
+  rejected("w{epoch:dd}.bin", "ModelCheckpoint: '{epoch:dd}': the epoch takes {epoch} or {epoch:02d} (a width of at most 4 digits).");
+  rejected("w{epoch:080000d}.bin",
+           "ModelCheckpoint: '{epoch:080000d}': the epoch takes {epoch} or {epoch:02d} (a width of at most 4 digits).");
+  rejected("w{loss:.f}.bin",
+           "ModelCheckpoint: '{loss:.f}': a log value takes {key}, {key:.4f} or {key:.3e} (a precision of at most 4 digits).");
+  rejected("w{loss:4f}.bin",
+           "ModelCheckpoint: '{loss:4f}': a log value takes {key}, {key:.4f} or {key:.3e} (a precision of at most 4 digits).");
+  rejected("w}.bin", "ModelCheckpoint: a single '}' in 'w}.bin' (write '}}' for a brace).");
+  rejected("w{epoch.bin", "ModelCheckpoint: an unclosed '{' in 'w{epoch.bin'.");
 }
 
 TEST_CASE("LearningRateScheduler: the next epoch's steps use the new rate") {
@@ -788,7 +881,8 @@ TEST_CASE("fit with loss scaling logs: History, the progress bar and the steps f
                                 FitOptions<>{.batch_size = 2, .epochs = 2, .verbose = 2,
                                              .callbacks = {std::make_shared<callbacks::CSVLogger>(epochs, ",", false, steps),
                                                            std::make_shared<callbacks::ProgbarLogger>(out, false, ticking_clock())},
-                                             .shuffle = false});
+                                             .shuffle = false},
+                                [](const AnyTensor&, const AnyTensor&, std::size_t) {});  // the double takes any data
   // Epoch 0: steps 1-4 (step 3 skipped, the scale halved from step 3 on); epoch 1: steps 5-8 (6 skipped).
   CHECK(h.history.at("loss_scale") == std::vector<double>{16384.0, 8192.0});
   CHECK(h.history.at("skipped") == std::vector<double>{1.0, 1.0});

@@ -101,7 +101,11 @@ class CSVLogger : public Callback {
   explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false,
                      std::string steps_filename = "")
       : filename_(std::move(filename)), separator_(std::move(separator)), append_(append),
-        steps_filename_(std::move(steps_filename)) {}
+        steps_filename_(std::move(steps_filename)) {
+    if (separator_.size() != 1)  // Python's csv module (Keras' writer) takes one character
+      throw std::invalid_argument("CSVLogger: the separator must be a 1-character string. Received: separator='" +
+                                  mixprec::detail::quote_for_message(separator_) + "'");
+  }
 
   void on_train_begin(const Logs&) override {
     file_ = detail::open_log(filename_, append_, header_);
@@ -254,44 +258,70 @@ class EarlyStopping : public Callback {
 
 namespace detail {
 
-/// Keras' filepath.format(epoch=epoch + 1, **logs) for the forms a checkpoint path uses:
-/// {epoch}, {epoch:02d} (any 0Nd / Nd), {key}, {key:.4f} (any .Nf / .Ne) for a log key.
+/// printf's text of one value, however long (a diverging loss under {loss:.4f} has 70 digits).
+template <class T>
+std::string printf_text(const std::string& format, T value) {
+  const int length = std::snprintf(nullptr, 0, format.c_str(), value);
+  if (length < 0) throw std::invalid_argument("ModelCheckpoint: cannot format with '" + format + "'.");
+  std::string text(static_cast<std::size_t>(length) + 1, '\0');
+  std::snprintf(text.data(), text.size(), format.c_str(), value);
+  text.pop_back();
+  return text;
+}
+
+/// Whether spec is `prefix`, then 1 to 4 digits or none (a width or precision; Python takes more,
+/// a path has no use for them), then `type`.
+inline bool simple_spec(std::string_view spec, std::string_view prefix, char type, bool digits_required) {
+  if (!spec.starts_with(prefix) || spec.size() < prefix.size() + 1 || spec.back() != type) return false;
+  const std::string_view digits = spec.substr(prefix.size(), spec.size() - prefix.size() - 1);
+  return digits.size() <= 4 && (!digits_required || !digits.empty()) &&
+         digits.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+/// Keras' filepath.format(epoch=epoch + 1, **logs) for the fields a checkpoint path uses:
+/// {epoch}, {epoch:02d} (any 0Nd / Nd), {key}, {key:.4f} (any .Nf / .Ne) for a log key, and {{
+/// and }} for braces; anything else is an error naming the field.
 inline std::string checkpoint_path(const std::string& pattern, int epoch, const Logs& logs) {
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '{') {
+    const bool doubled = i + 1 < pattern.size() && pattern[i + 1] == pattern[i];
+    if (pattern[i] == '}') {
+      if (!doubled)
+        throw std::invalid_argument("ModelCheckpoint: a single '}' in '" + mixprec::detail::quote_for_message(pattern) +
+                                    "' (write '}}' for a brace).");
+      out += '}';
+      ++i;
+      continue;
+    }
+    if (pattern[i] != '{' || doubled) {
       out += pattern[i];
+      i += doubled ? 1 : 0;
       continue;
     }
     const std::size_t close = pattern.find('}', i);
-    if (close == std::string::npos) throw std::invalid_argument("ModelCheckpoint: an unclosed '{' in '" + pattern + "'.");
+    if (close == std::string::npos)
+      throw std::invalid_argument("ModelCheckpoint: an unclosed '{' in '" + mixprec::detail::quote_for_message(pattern) + "'.");
     const std::string field = pattern.substr(i + 1, close - i - 1);
     const std::size_t colon = field.find(':');
     const std::string name = field.substr(0, colon);
     const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
-    std::string text;
-    char buffer[64];
     if (name == "epoch") {
-      const bool valid = spec.empty() || (spec.back() == 'd' && spec.find_first_not_of("0123456789d") == std::string::npos);
-      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) + "}': the epoch takes {epoch} or {epoch:02d}.");
-      std::snprintf(buffer, sizeof(buffer), ("%" + (spec.empty() ? std::string("d") : spec)).c_str(), epoch + 1);
-      text = buffer;
+      const bool valid = spec.empty() || simple_spec(spec, spec.starts_with('0') ? "0" : "", 'd', false);
+      if (!valid)
+        throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) +
+                                    "}': the epoch takes {epoch} or {epoch:02d} (a width of at most 4 digits).");
+      out += printf_text("%" + (spec.empty() ? std::string("d") : spec), epoch + 1);
     } else {
       const auto it = logs.find(name);
       if (it == logs.end())
         throw std::invalid_argument("ModelCheckpoint: the path '" + mixprec::detail::quote_for_message(pattern) + "' names '" + mixprec::detail::quote_for_message(name) +
                                     "', which the epoch's logs do not hold.");
-      const bool valid = spec.empty() || (spec.size() >= 3 && spec[0] == '.' && (spec.back() == 'f' || spec.back() == 'e') &&
-                                          spec.find_first_not_of("0123456789", 1) == spec.size() - 1);
-      if (!valid) throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) + "}': a log value takes {key} or {key:.4f}.");
-      if (spec.empty()) {
-        text = python_float(it->second);
-      } else {
-        std::snprintf(buffer, sizeof(buffer), ("%" + spec).c_str(), it->second);
-        text = buffer;
-      }
+      const bool valid = spec.empty() || simple_spec(spec, ".", 'f', true) || simple_spec(spec, ".", 'e', true);
+      if (!valid)
+        throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) +
+                                    "}': a log value takes {key}, {key:.4f} or {key:.3e} (a precision of at most 4 digits).");
+      out += spec.empty() ? python_float(it->second) : printf_text("%" + spec, it->second);
     }
-    out += text;
     i = close;
   }
   return out;

@@ -154,7 +154,9 @@ void for_each_batch(const std::vector<std::size_t>& rows, std::size_t batch_size
     f(static_cast<int>(step), std::span<const std::size_t>(rows).subspan(first, std::min(batch_size, rows.size() - first)));
 }
 
-inline std::size_t steps_for(std::size_t rows, std::size_t batch_size) { return (rows + batch_size - 1) / batch_size; }
+inline std::size_t steps_for(std::size_t rows, std::size_t batch_size) {
+  return rows / batch_size + (rows % batch_size != 0);  // no rows + batch_size - 1: it wraps for a huge batch_size
+}
 
 // ---- Logs over many batches ----
 
@@ -279,8 +281,10 @@ Logs evaluate_rows(Model& model, const X& x, const Y& y, std::size_t batch_size,
   return result;
 }
 
-template <class Model, class X, class Y>
-callbacks::History fit(Model& model, compiled_model& compiled, const X& x, const Y& y, const FitOptions<X, Y>& o) {
+/// check_data(x, y, finite_rows) throws for data a step would reject (training_entry::check_data).
+template <class Model, class X, class Y, class CheckData>
+callbacks::History fit(Model& model, compiled_model& compiled, const X& x, const Y& y, const FitOptions<X, Y>& o,
+                       CheckData&& check_data) {
   check_batch_size(o.batch_size);
   check_verbose(o.verbose);
   if (o.epochs < 0 || o.initial_epoch < 0)
@@ -308,6 +312,18 @@ callbacks::History fit(Model& model, compiled_model& compiled, const X& x, const
     const std::vector<std::size_t> last = row_range(train_rows, n);
     split.emplace(take_rows(x, last), take_rows(y, last));
     validation = &*split;
+  }
+
+  // Every check a step makes of its data, made on all of it before the first step (Keras
+  // checks batch by batch, and a bad label in the last batch would leave the model trained on
+  // the batches before it).
+  check_data(x, y, train_rows);
+  if (o.validation_data) {
+    try {
+      check_data(validation->first, validation->second, 0);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("validation_data: ") + e.what());
+    }
   }
 
   const std::size_t steps = steps_for(train_rows, o.batch_size);
@@ -397,7 +413,9 @@ struct training_entry<Model, loop_entry<Options>> {
       Model& model;
       ~release_at_exit() { model.release_step_buffers(); }
     } const release{model};
-    return detail::fit(model, compiled_of(model.compiled_), x, y, options);
+    return detail::fit(model, compiled_of(model.compiled_), x, y, options, [&](const X& data, const Y& labels, std::size_t finite_rows) {
+      training_entry<Model, void>::check_data(model, data, labels, finite_rows);
+    });
   }
   template <class X, class Y>
   static Logs evaluate(Model& model, const X& x, const Y& y, const Options& options) {

@@ -124,30 +124,8 @@ class Loss {
     return static_cast<float>(total / static_cast<double>(rows));
   }
 
-  nlohmann::ordered_json get_config() const {
-    nlohmann::ordered_json config = {{"name", name()}, {"reduction", reduction()}};
-    if (kind_ >= loss_kind::binary_crossentropy) config["from_logits"] = from_logits_;
-    if (kind_ == loss_kind::binary_crossentropy || kind_ == loss_kind::categorical_crossentropy) {
-      config["label_smoothing"] = label_smoothing_;
-      config["axis"] = -1;
-    }
-    return config;
-  }
-
- protected:
-  Loss(loss_kind kind, bool from_logits, float label_smoothing)
-      : kind_(kind), from_logits_(from_logits), label_smoothing_(label_smoothing) {
-    if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
-      throw std::invalid_argument(std::string(class_name()) + ": label_smoothing must be in [0, 1]. Received: label_smoothing=" +
-                                  mixprec::detail::number_text(label_smoothing));
-  }
-
- private:
-  static constexpr std::string_view names[] = {"mean_squared_error", "mean_absolute_error", "binary_crossentropy",
-                                               "categorical_crossentropy", "sparse_categorical_crossentropy"};
-  static constexpr std::string_view class_names[] = {"MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
-                                                     "CategoricalCrossentropy", "SparseCategoricalCrossentropy"};
-
+  /// What compute checks of the targets for rows x cols predictions (their count and kind, class
+  /// ids in [0, cols)), computing nothing: fit checks all its data so before its first step.
   void check_targets(const targets& y_true, std::size_t rows, std::size_t cols) const {
     if (sparse()) {
       std::visit(
@@ -180,6 +158,31 @@ class Loss {
       throw std::invalid_argument("Arguments `target` and `output` must have the same shape. Received: target has " +
                                   std::to_string(values->size()) + " values, output.shape=" + detail::shape_text(rows, cols));
   }
+
+  nlohmann::ordered_json get_config() const {
+    nlohmann::ordered_json config = {{"name", name()}, {"reduction", reduction()}};
+    if (kind_ >= loss_kind::binary_crossentropy) config["from_logits"] = from_logits_;
+    if (kind_ == loss_kind::binary_crossentropy || kind_ == loss_kind::categorical_crossentropy) {
+      config["label_smoothing"] = label_smoothing_;
+      config["axis"] = -1;
+    }
+    return config;
+  }
+
+ protected:
+  Loss(loss_kind kind, bool from_logits, float label_smoothing)
+      : kind_(kind), from_logits_(from_logits), label_smoothing_(label_smoothing) {
+    if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
+      throw std::invalid_argument(std::string(class_name()) + ": label_smoothing must be in [0, 1]. Received: label_smoothing=" +
+                                  mixprec::detail::number_text(label_smoothing));
+  }
+
+ private:
+  static constexpr std::string_view names[] = {"mean_squared_error", "mean_absolute_error", "binary_crossentropy",
+                                               "categorical_crossentropy", "sparse_categorical_crossentropy"};
+  static constexpr std::string_view class_names[] = {"MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
+                                                     "CategoricalCrossentropy", "SparseCategoricalCrossentropy"};
+
 
   /// Row r of the targets as floats, label smoothing applied.
   void target_row(const targets& y_true, std::size_t r, std::size_t cols, std::vector<float>& t) const {

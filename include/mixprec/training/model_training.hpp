@@ -349,6 +349,22 @@ struct training_entry<Model, void> {
     });
   }
 
+  /// What train_on_batch (finite_rows: the first rows of x; 0 for test_on_batch's checks) checks
+  /// of its data, over all of x and y at once, writing nothing: fit runs it on the training and
+  /// validation data before its first step, so that bad data anywhere changes nothing.
+  template <class T, std::size_t... E, class L, std::size_t... F>
+  static void check_data(Model& model, const Tensor<T, E...>& x, const Tensor<L, F...>& y, std::size_t finite_rows) {
+    const compiled_model& c = compiled_of(model.compiled_);
+    check_finite_inputs<T>(x.values().first(finite_rows * (x.size() / x.batch())));
+    c.loss.check_targets(prepare_targets<L>(y.values()).view, x.batch(), model.output_columns());
+  }
+  static void check_data(Model& model, const AnyTensor& x, const AnyTensor& y, std::size_t finite_rows) {
+    const compiled_model& c = compiled_of(model.compiled_);
+    model.check_input(x);
+    x.visit([&](auto values) { check_finite_inputs(values.first(finite_rows * (values.size() / x.batch()))); });
+    c.loss.check_targets(runtime_targets(model, x, y).view, x.batch(), model.output_columns());
+  }
+
  private:
   /// y against the output's shape: class ids one per row, floating targets the output's shape.
   static prepared_targets runtime_targets(const Model& model, const AnyTensor& x, const AnyTensor& y) {

@@ -213,6 +213,11 @@ class ProgbarLogger : public Callback {
     epochs_ = params.epochs;
     target_ = params.steps;
   }
+  /// Detached when a call ends, however it ends: a fit that threw leaves no fit in progress.
+  void set_model(ModelHandle* model) override {
+    Callback::set_model(model);
+    if (model == nullptr) in_fit_ = false;
+  }
   void on_train_begin(const Logs&) override { in_fit_ = true; }
   void on_train_end(const Logs&) override { in_fit_ = false; }
   void on_epoch_begin(int epoch, const Logs&) override {
