@@ -293,6 +293,8 @@ TEST_CASE("wrong JSON types in a model config: std::invalid_argument naming the 
       {input_with({{"batch_input_shape", {nullptr, 1.5}}}), "the InputLayer: `batch_input_shape` must be [null, d1, ...]"},
       {input_with({{"name", 3}}), "Invalid Sequential config: the InputLayer: `name` must be a string. Received: 3"},
       {input_with({{"dtype", {1}}}), "Invalid Sequential config: the InputLayer: `dtype` must be a string. Received: [1]"},
+      {input_with({{"dtype", "nonsense"}}), "Invalid Sequential config: the InputLayer: `dtype` \"nonsense\" is not an input dtype a model takes: float16, bfloat16, float32 or float64."},
+      {input_with({{"dtype", "int32"}}), "Invalid Sequential config: the InputLayer: `dtype` \"int32\" is not an input dtype a model takes: float16, bfloat16, float32 or float64."},
       {input_with({{"sparse", true}}), "Invalid Sequential config: the InputLayer: `sparse` is not supported by mixprec; it must be false. Received: true"},
       {input_with({{"shape", 1}}), "Invalid Sequential config: the InputLayer: unknown setting `\"shape\"` (value 1)."},
       {layers({input, 1}), "layer 1 ('?', ?): a layer config is an object {\"class_name\": ..., \"config\": {...}}. Received: 1"},

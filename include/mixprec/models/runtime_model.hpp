@@ -429,10 +429,18 @@ class RuntimeModel {
     detail::config_reader read(config, model_errors + ": the InputLayer");
     std::optional<std::vector<std::size_t>> shape = read_layer_batch_shape(read);
     if (!shape) read.fail("it has no `batch_shape` (Keras 3) or `batch_input_shape` (tf.keras 2).");
-    for (const char* key : {"name", "dtype"}) {  // the inputs' dtype: a model takes any floating one
+    for (const char* key : {"name", "dtype"}) {
       read.skip(key);
       if (read.has(key) && !read.raw(key).is_string())
         read.fail("`" + std::string(key) + "` must be a string. Received: " + detail::shown(read.raw(key)));
+    }
+    // The inputs' dtype: a model takes any of the floating dtypes layers compute in (the first
+    // layer casts), so the config's is checked, not kept.
+    if (read.has("dtype")) {
+      const std::string dtype = read.raw("dtype").get<std::string>();
+      if (dtype != "float16" && dtype != "bfloat16" && dtype != "float32" && dtype != "float64")
+        read.fail("`dtype` " + detail::shown(read.raw("dtype")) +
+                  " is not an input dtype a model takes: float16, bfloat16, float32 or float64.");
     }
     for (const char* key : {"sparse", "ragged", "optional"}) read.unsupported(key, false);
     read.finish();
