@@ -284,6 +284,29 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
   write(bad.path, content.substr(0, 20));
   rejected("runs past the end");
   CHECK_THROWS_WITH_AS(copy.load_weights("/nonexistent/dir/x.weights"), doctest::Contains("cannot be opened"), std::invalid_argument);
+  {
+    // A directory opens on Linux; reading it is an error like any file that cannot be read.
+    const std::string directory = (std::filesystem::temp_directory_path() / "mixprec_weights_directory").string();
+    std::filesystem::create_directories(directory);
+    CHECK_THROWS_WITH_AS(copy.load_weights(directory),
+                         ("Cannot load weights from '" + directory + "': it is a directory.").c_str(), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(copy.save_weights(directory),
+                         ("Cannot save weights to '" + directory + "': renaming '" + directory +
+                          ".partial' to it: Is a directory.").c_str(),
+                         std::invalid_argument);
+    CHECK(!std::filesystem::exists(directory + ".partial"));
+    std::filesystem::remove(directory);
+    // A file without a size (a device, a pipe) is counted against the allocation cap as it is read.
+    const size_limits saved = get_size_limits();
+    set_size_limits({.max_parameters = saved.max_parameters, .max_allocation_bytes = 1 << 20});
+    const auto before = test::weight_bytes(copy);
+    CHECK_THROWS_WITH_AS(copy.load_weights("/dev/zero"),
+                         doctest::Contains("Cannot load weights from '/dev/zero': the file takes 1114112 elements x 1 "
+                                           "bytes, over the allocation cap of 1048576 bytes"),
+                         std::invalid_argument);
+    set_size_limits(saved);
+    CHECK(test::weight_bytes(copy) == before);
+  }
   // The header rewritten: every member is read as the JSON type it must have, every integer as
   // an integer (a fraction, a negative or a huge value is rejected, not truncated or wrapped),
   // and the message names the file and the key.
@@ -325,7 +348,8 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
            {[](json& h) { h["weights"][1]["path"] = "dense/kernel"; }, "weight 'dense/kernel' appears twice."},
            {[](json& h) { h["weights"][0]["path"] = "d\n/kernel"; }, "it lacks [\"dense/kernel\"] (a different model?)."},
            {[](json& h) { h["weights"][0]["fnv1a64"] = "\x7f"; }, "the values of weight 'dense/kernel' are corrupted"},
-           {[](json& h) { h["training"] = 3; }, "its training state is corrupted"},
+           {[](json& h) { h["training"] = 3; }, "its training state is corrupted (\"training\" is not a JSON object)."},
+           {[](json& h) { h["training"] = json::object(); }, "its training state is corrupted (no \"training_fnv1a64\" checksum)."},
            {[](json& h) { h = json::array(); }, "its header is not a JSON object."}}) {
     const auto& change = std::get<0>(entry);  // not a binding: lambdas (doctest's INFO) capture it
     const auto& message = std::get<1>(entry);

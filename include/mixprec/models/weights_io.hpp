@@ -28,7 +28,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -201,11 +200,52 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
   for (const auto& w : weights) out.write(reinterpret_cast<const char*>(w.bytes.data()), static_cast<std::streamsize>(w.bytes.size()));
   out.close();
   std::error_code error;
-  if (!out || (std::filesystem::rename(partial, file, error), error)) {
+  const bool written = static_cast<bool>(out);
+  if (!written || (std::filesystem::rename(partial, file, error), error)) {
+    const std::string why = written ? "renaming '" + detail::quote_for_message(partial) + "' to it: " + error.message()
+                                    : "writing '" + detail::quote_for_message(partial) + "' failed (is the disk full?)";
     std::filesystem::remove(partial, error);
-    throw std::invalid_argument("Cannot save weights: writing '" + detail::quote_for_message(file) + "' failed.");
+    throw std::invalid_argument("Cannot save weights to '" + detail::quote_for_message(file) + "': " + why + ".");
   }
 }
+
+namespace detail {
+
+/// The bytes of `file`, all or an error naming it: not a directory, counted against the
+/// allocation cap as they are read (a pipe or a device has no size to check first; a regular
+/// file over the cap is refused before reading), and a read error is bad_weights_file too.
+inline std::vector<char> read_weights_file(const std::string& file) {
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) bad_weights_file(file, "it is a directory.");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) bad_weights_file(file, "it cannot be opened.");
+  const auto over_cap = [&](std::uintmax_t bytes) {
+    try {
+      check_allocation("the file", static_cast<std::size_t>(std::min<std::uintmax_t>(bytes, SIZE_MAX)), 1);
+    } catch (const std::invalid_argument& cap) {
+      bad_weights_file(file, cap.what());
+    }
+  };
+  std::vector<char> content;
+  if (const std::uintmax_t bytes = std::filesystem::file_size(file, error); !error) {
+    over_cap(bytes);
+    content.reserve(static_cast<std::size_t>(bytes));
+  }
+  try {
+    std::vector<char> chunk(std::size_t{1} << 16);
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      const auto count = static_cast<std::size_t>(in.gcount());
+      over_cap(std::uintmax_t{content.size()} + count);
+      content.insert(content.end(), chunk.data(), chunk.data() + count);
+    }
+    if (in.bad()) bad_weights_file(file, "reading it failed.");
+  } catch (const std::ios_base::failure& failure) {
+    bad_weights_file(file, std::string("reading it failed: ") + failure.what());
+  }
+  return content;
+}
+
+}  // namespace detail
 
 /// What a checkpoint's loader makes of the header's "training" section: it checks it (throwing
 /// std::invalid_argument), names the further weights to load (the optimizer's slots), and what
@@ -220,19 +260,7 @@ using training_state_loader = std::function<training_state(const nlohmann::json&
 /// training_state_loader, a checkpoint's optimizer state is skipped (its weights load alone).
 inline void load_weights(std::vector<weight_handle> weights, const std::string& file,
                          const training_state_loader& load_training = nullptr) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) detail::bad_weights_file(file, "it cannot be opened.");
-  // The whole file is read at once: a file over the allocation cap is refused before that.
-  std::error_code size_error;
-  const std::uintmax_t file_bytes = std::filesystem::file_size(file, size_error);
-  if (!size_error) {
-    try {
-      detail::check_allocation("the file", static_cast<std::size_t>(std::min<std::uintmax_t>(file_bytes, SIZE_MAX)), 1);
-    } catch (const std::invalid_argument& error) {
-      detail::bad_weights_file(file, error.what());
-    }
-  }
-  const std::vector<char> content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> content = detail::read_weights_file(file);
   if (content.size() < 16 || std::string_view(content.data(), 8) != detail::weights_magic)
     detail::bad_weights_file(file, "it is not a mixprec weights file (bad magic or shorter than 16 bytes).");
   std::uint64_t header_length;
@@ -299,10 +327,14 @@ inline void load_weights(std::vector<weight_handle> weights, const std::string& 
     if (!entries.emplace(path, std::move(e)).second) detail::bad_weights_file(file, owner + " appears twice.");
   }
   std::function<void()> finish_training;
-  if (header.contains("training") &&
-      (!header["training"].is_object() || !header.contains("training_fnv1a64") ||
-       header["training_fnv1a64"] != detail::json_checksum(header["training"])))
-    detail::bad_weights_file(file, "its training state is corrupted (checksum mismatch).");
+  if (header.contains("training")) {
+    if (!header["training"].is_object())
+      detail::bad_weights_file(file, "its training state is corrupted (\"training\" is not a JSON object).");
+    if (!header.contains("training_fnv1a64"))
+      detail::bad_weights_file(file, "its training state is corrupted (no \"training_fnv1a64\" checksum).");
+    if (header["training_fnv1a64"] != detail::json_checksum(header["training"]))
+      detail::bad_weights_file(file, "its training state is corrupted (checksum mismatch).");
+  }
   if (load_training) {
     if (!header.contains("training"))
       detail::bad_weights_file(file, "it holds weights only, not a training checkpoint (no optimizer state).");
