@@ -656,6 +656,35 @@ TEST_CASE("fit with dynamic loss scaling: skipped steps in History and the progr
   CHECK(second.history.at("loss").front() == whole.history.at("loss").back());
   CHECK(weight_bytes(straight) == weight_bytes(resumed));
   CHECK(adam_state(straight.optimizer()) == adam_state(resumed.optimizer()));
+
+  // A learning rate a callback changed is state: the resumed run halves the rate it was left
+  // with (Keras' LearningRateScheduler example), not the one compile() set.
+  const auto halving = [] {
+    return std::make_shared<callbacks::LearningRateScheduler>([](int, double rate) { return rate * 0.5; });
+  };
+  mlp<policies::mixed_float16> straight_lr, first_lr, resumed_lr;
+  copy_weights(straight_lr, first_lr);
+  copy_weights(straight_lr, resumed_lr);
+  for (auto* m : {&straight_lr, &first_lr, &resumed_lr})
+    m->compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(true));
+  straight_lr.fit(data, y, {.batch_size = 4, .epochs = 3, .verbose = 0, .callbacks = {halving()}, .seed = 9});
+  first_lr.fit(data, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .callbacks = {halving()}, .seed = 9});
+  save_checkpoint(first_lr, "fit_resume_test.mpxw");
+  load_checkpoint(resumed_lr, "fit_resume_test.mpxw");
+  CHECK(resumed_lr.optimizer().current_learning_rate() == 0.025f);
+  resumed_lr.fit(data, y, {.batch_size = 4, .epochs = 3, .verbose = 0, .callbacks = {halving()}, .initial_epoch = 2, .seed = 9});
+  CHECK(resumed_lr.optimizer().current_learning_rate() == 0.0125f);
+  CHECK(weight_bytes(straight_lr) == weight_bytes(resumed_lr));
+  // A schedule is the resuming compile()'s; a float on one side and a schedule on the other is
+  // an error, nothing changed.
+  mlp<policies::mixed_float16> scheduled;
+  scheduled.compile(optimizers::SGD(schedules::ExponentialDecay(0.1, 10, 0.5)), losses::SparseCategoricalCrossentropy(true));
+  const auto untouched = weight_bytes(scheduled);
+  CHECK_THROWS_WITH_AS(load_checkpoint(scheduled, "fit_resume_test.mpxw"),
+                       doctest::Contains("it was saved with a float learning rate, but the model's optimizer has a schedule."),
+                       std::invalid_argument);
+  CHECK(weight_bytes(scheduled) == untouched);
+  CHECK(scheduled.optimizer().iterations() == 0);
   std::remove("fit_resume_test.mpxw");
 }
 
@@ -782,11 +811,22 @@ TEST_CASE("load_checkpoint: a training section of the wrong JSON types or out of
            {[](json& t) { t["layer_states"] = {"", "", "", ""}; }, "4 layer states for 3 layers"},
            {[](json& t) { t["slots"] = "yes"; }, "`slots` must be true or false. Received: \"yes\""},
            {[](json& t) { t["iterations"] = 1.5; }, "`iterations` must be an integer in [-2^63, 2^63). Received: 1.5"},
-           {[](json& t) { t["iterations"] = -1; }, "iterations must be >= 0. Received: -1"},
+           {[](json& t) { t["iterations"] = -1; }, "iterations must be in [0, 2^63 - 1). Received: -1"},
+           {[](json& t) { t["iterations"] = std::numeric_limits<std::int64_t>::max(); },
+            "iterations must be in [0, 2^63 - 1). Received: 9223372036854775807"},
+           {[](json& t) { t["loss_scale"]["attempted_steps"] = std::numeric_limits<std::int64_t>::max(); },
+            "`attempted_steps` must be below 2^63 - 1. Received: 9223372036854775807"},
+           {[](json& t) { t["optimizer"]["config"].erase("learning_rate"); }, "`optimizer` must have a `config` with a `learning_rate`."},
+           {[](json& t) { t["optimizer"]["config"]["learning_rate"] = -1.0; },
+            "Argument `learning_rate` must be a finite number >= 0 or a schedule. Received: learning_rate=-1"},
+           {[](json& t) { t["optimizer"]["config"]["learning_rate"] = schedules::LearningRate(schedules::ExponentialDecay(0.1, 10, 0.5)).get_config(); },
+            "it was saved with a learning rate schedule, but the model's optimizer has a float rate."},
            {[](json& t) { t["iterations"] = 18446744073709551615ull; }, "`iterations` must be an integer in [-2^63, 2^63). Received: 18446744073709551615"},
            {[](json& t) { t["loss_scale"] = 5; }, "LossScaleOptimizer state: its config must be an object. Received: 5"},
-           {[](json& t) { t["loss_scale"]["scale"] = 1e300; }, "`scale` must be a positive float32 number. Received: 1e+300"},
-           {[](json& t) { t["loss_scale"]["scale"] = -2.0; }, "`scale` must be a positive float32 number. Received: -2"},
+           {[](json& t) { t["loss_scale"]["scale"] = 1e300; }, "`scale` must be a float32 number from minimum_scale (1) up. Received: 1e+300"},
+           {[](json& t) { t["loss_scale"]["scale"] = -2.0; }, "`scale` must be a float32 number from minimum_scale (1) up. Received: -2"},
+           {[](json& t) { t["loss_scale"]["scale"] = 0.25; }, "`scale` must be a float32 number from minimum_scale (1) up. Received: 0.25"},
+           {[](json& t) { t["loss_scale"]["scale"] = 1000.1; }, "`scale` must be a float32 number from minimum_scale (1) up. Received: 1000.1"},
            {[](json& t) { t["loss_scale"]["good_steps"] = "3"; }, "`good_steps` must be an integer in [-2^63, 2^63). Received: \"3\""},
            {[](json& t) { t["loss_scale"]["attempted_steps"] = 18446744073709551615ull; }, "`attempted_steps` must be an integer in [-2^63, 2^63)"},
            {[](json& t) { t["loss_scale_settings"] = json::array(); }, "its loss scale was [], the model's is {"},

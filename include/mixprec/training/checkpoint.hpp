@@ -13,8 +13,9 @@
 // LossScaleOptimizer, and each layer's state beyond its weights (Dropout's generator). Loading
 // checks everything first: a corrupted file, another model, another optimizer class or slot set,
 // other loss-scale settings or loss scaling on one side only is a std::invalid_argument naming
-// the problem, and leaves the model and its optimizer untouched. The other settings (the learning
-// rate, say) are the resuming model's compile()'s: the config in the file is for reading.
+// the problem, and leaves the model and its optimizer untouched. A float learning rate is
+// restored (Keras 3 keeps it in a variable, which a LearningRateScheduler changes); the other
+// settings (a learning rate schedule, momentum, betas) are the resuming model's compile()'s.
 // The metrics are not saved (train_on_batch and fit reset them before they count).
 #pragma once
 
@@ -84,6 +85,19 @@ void load_checkpoint(Model& model, const std::string& file) {
     if (saved_class != optimizer.class_name())
       throw std::invalid_argument("it was saved with the optimizer " + detail::quote_for_message(saved_class) +
                                   ", but the model is compiled with " + std::string(optimizer.class_name()) + ".");
+    // A float learning rate is state, as in Keras 3 (a variable of the optimizer, which callbacks
+    // such as LearningRateScheduler change): the saved one is restored. A schedule is a function
+    // of the iterations: the resuming compile()'s stays.
+    const nlohmann::json* saved_rate = nullptr;
+    if (const auto config = saved_optimizer.find("config"); config != saved_optimizer.end() && config->is_object())
+      if (const auto rate = config->find("learning_rate"); rate != config->end()) saved_rate = &*rate;
+    if (saved_rate == nullptr)
+      section.fail("`optimizer` must have a `config` with a `learning_rate`. Received: " + detail::shown(saved_optimizer));
+    if (saved_rate->is_number() == optimizer.learning_rate().is_schedule())
+      throw std::invalid_argument(saved_rate->is_number()
+                                      ? "it was saved with a float learning rate, but the model's optimizer has a schedule."
+                                      : "it was saved with a learning rate schedule, but the model's optimizer has a float rate.");
+    if (saved_rate->is_number()) optimizer.set_learning_rate(schedules::LearningRate(saved_rate->get<double>()));
     const auto slot_names = strings("slot_names");
     const auto expected_slots = optimizer.slot_names();
     if (!std::equal(slot_names.begin(), slot_names.end(), expected_slots.begin(), expected_slots.end()))
@@ -95,7 +109,7 @@ void load_checkpoint(Model& model, const std::string& file) {
     auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&restored);
     if (loss_scale.is_null() != (scaled == nullptr))
       throw std::invalid_argument(loss_scale.is_null()
-                                      ? "it was saved without loss scaling, but the model's optimizer is a LossScaleOptimizer."
+                                      ? "it was saved without a LossScaleOptimizer (no dynamic loss scale), but the model's optimizer is one."
                                       : "it was saved with a LossScaleOptimizer, but the model's optimizer has none.");
     if (scaled && settings != nlohmann::json(scaled->loss_scale().get_config()))
       throw std::invalid_argument("its loss scale was " + detail::shown(settings) + ", the model's is " +

@@ -173,12 +173,21 @@ class LossScaleOptimizer {
   void restore_state(const nlohmann::json& state) {
     mixprec::detail::config_reader c(state, "LossScaleOptimizer state");
     const double scale = c.number("scale");
-    if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))  // before the cast to float, UB beyond
-      c.fail("`scale` must be a positive float32 number. Received: " + mixprec::detail::number_text(scale));
+    // A scale the optimizer can reach: a float32 number from minimum_scale up (below it the scaled
+    // loss may underflow, every gradient be zero and no step be skipped). The range is checked
+    // before the cast, which is undefined beyond float's.
+    const double minimum = scale_.minimum_scale();
+    if (!(scale >= minimum && scale <= std::numeric_limits<float>::max() &&
+          static_cast<double>(static_cast<float>(scale)) == scale))
+      c.fail("`scale` must be a float32 number from minimum_scale (" + mixprec::detail::number_text(minimum) +
+             ") up. Received: " + mixprec::detail::number_text(scale));
     const std::int64_t good = c.integer("good_steps"), attempted = c.integer("attempted_steps"),
                        skips = c.integer("consecutive_skipped_steps"),
                        skips_at_minimum = c.integer("consecutive_skipped_steps_at_minimum");
     c.finish();
+    if (attempted == std::numeric_limits<std::int64_t>::max())  // the next step counts one more
+      throw std::invalid_argument("LossScaleOptimizer state: `attempted_steps` must be below 2^63 - 1. Received: " +
+                                  std::to_string(attempted));
     if (attempted < inner_.iterations() || skips < 0 || skips > attempted - inner_.iterations() ||
         skips_at_minimum < 0 || skips_at_minimum > skips)
       throw std::invalid_argument("LossScaleOptimizer state: " + std::to_string(attempted) + " attempted steps and " +

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -180,8 +181,9 @@ class Optimizer {
   /// For checkpoints: the optimizer after `iterations` updates, its slots zero (to be loaded
   /// through slot_handles) for `variables` if `built`, else not yet created.
   void prepare_restore(const std::vector<weight_handle>& variables, bool built, std::int64_t iterations) {
-    if (iterations < 0)
-      throw std::invalid_argument(std::string(class_name()) + ": iterations must be >= 0. Received: " + std::to_string(iterations));
+    if (iterations < 0 || iterations == std::numeric_limits<std::int64_t>::max())  // the next step counts one more
+      throw std::invalid_argument(std::string(class_name()) + ": iterations must be in [0, 2^63 - 1). Received: " +
+                                  std::to_string(iterations));
     if (built) {
       std::vector<std::pair<std::string_view, std::size_t>> shapes;
       for (const auto& v : variables) shapes.emplace_back(v.dtype, v.bytes.size() / mixprec::detail::dtype_size(v.dtype));
