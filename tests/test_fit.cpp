@@ -616,7 +616,8 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   std::filesystem::remove(file);
   std::filesystem::remove(steps);
   // Python's csv module takes a one-character separator.
-  for (const char* bad : {"", ";;"})
+  callbacks::CSVLogger unicode(file, "\u00a7");  // one character, two bytes of UTF-8: Python takes it
+  for (const char* bad : {"", ";;", "\u00a7\u00a7"})
     CHECK_THROWS_WITH_AS(callbacks::CSVLogger(file, bad), (std::string("CSVLogger: the separator must be a 1-character string. Received: separator='") + bad + "'").c_str(),
                          std::invalid_argument);
 }
@@ -690,6 +691,13 @@ TEST_CASE("ModelCheckpoint paths: Python's str.format of the fields Keras paths 
   CHECK(checkpoint_path("w{epoch:0d}{epoch:d}{epoch:5d}.bin", 0, {}) == "w11    1.bin");
   CHECK(checkpoint_path("{loss:.3e}_{loss}", 0, {{"loss", 0.25}}) == "2.500e-01_0.25");
   CHECK(checkpoint_path("{{epoch}}-{epoch}}}", 1, {}) == "{epoch}-2}");
+  // Only braces pair up: other doubled characters are themselves.
+  CHECK(checkpoint_path("/tmp/full_val_loss_{val_loss:.4f}.bin", 0, {{"val_loss", 0.12345}}) ==
+        "/tmp/full_val_loss_0.1235.bin");
+  CHECK(checkpoint_path("loss{{}}.bin", 0, {}) == "loss{}.bin");
+  // Python writes nan and inf whatever the spec.
+  CHECK(checkpoint_path("{loss:.4f}-{acc:.2e}", 0, {{"loss", -std::numeric_limits<double>::quiet_NaN()},
+                                                    {"acc", -std::numeric_limits<double>::infinity()}}) == "nan--inf");
   const auto rejected = [](const std::string& pattern, const char* message) {
     CHECK_THROWS_WITH_AS(checkpoint_path(pattern, 0, {{"loss", 0.5}}), message, std::invalid_argument);
   };

@@ -358,6 +358,11 @@ TEST_CASE("LossScaleOptimizer: config round trip, state, and its errors") {
   CHECK_THROWS_WITH_AS(restored.restore_state(bad), doctest::Contains("cannot restore scale 8 with 4 good steps"),
                        std::invalid_argument);
   CHECK(restored.state() == running.state());
+  // A minimum_scale that float32 rounds down (1.3): the floor the optimizer reaches loads back.
+  optimizers::LossScaleOptimizer floor(optimizers::SGD(0.1), 1.3, 4, {.minimum_scale = 1.3});
+  optimizers::LossScaleOptimizer floor_copy(optimizers::SGD(0.1), 1.3, 4, {.minimum_scale = 1.3});
+  floor_copy.restore_state(floor.state());
+  CHECK(floor_copy.state() == floor.state());
 }
 
 TEST_CASE("compile() chooses loss scaling from the model's policy") {
@@ -817,6 +822,9 @@ TEST_CASE("load_checkpoint: a training section of the wrong JSON types or out of
            {[](json& t) { t["loss_scale"]["attempted_steps"] = std::numeric_limits<std::int64_t>::max(); },
             "`attempted_steps` must be below 2^63 - 1. Received: 9223372036854775807"},
            {[](json& t) { t["optimizer"]["config"].erase("learning_rate"); }, "`optimizer` must have a `config` with a `learning_rate`."},
+           {[](json& t) { t["optimizer"]["config"]["learning_rate"] = 1e39; }, "`learning_rate` must be a float32 number. Received: 1e+39"},
+           {[](json& t) { t["optimizer"]["config"]["learning_rate"] = "abc"; },
+            "learning_rate: expected a number or a serialized schedule. Received: \"abc\""},
            {[](json& t) { t["optimizer"]["config"]["learning_rate"] = -1.0; },
             "Argument `learning_rate` must be a finite number >= 0 or a schedule. Received: learning_rate=-1"},
            {[](json& t) { t["optimizer"]["config"]["learning_rate"] = schedules::LearningRate(schedules::ExponentialDecay(0.1, 10, 0.5)).get_config(); },

@@ -191,8 +191,8 @@ inline void save_weights(const std::vector<weight_handle>& weights, const std::s
   const std::string partial = file + ".partial";
   std::ofstream out(partial, std::ios::binary | std::ios::trunc);
   if (!out)
-    throw std::invalid_argument("Cannot save weights: cannot open '" + detail::quote_for_message(partial) +
-                                "' for writing.");
+    throw std::invalid_argument("Cannot save weights to '" + detail::quote_for_message(file) + "': cannot open '" +
+                                detail::quote_for_message(partial) + "' for writing.");
   const std::uint64_t length = text.size();
   out.write(detail::weights_magic.data(), 8);
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
@@ -231,17 +231,17 @@ inline std::vector<char> read_weights_file(const std::string& file) {
     over_cap(bytes);
     content.reserve(static_cast<std::size_t>(bytes));
   }
-  try {
-    std::vector<char> chunk(std::size_t{1} << 16);
-    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-      const auto count = static_cast<std::size_t>(in.gcount());
-      over_cap(std::uintmax_t{content.size()} + count);
-      content.insert(content.end(), chunk.data(), chunk.data() + count);
-    }
-    if (in.bad()) bad_weights_file(file, "reading it failed.");
-  } catch (const std::ios_base::failure& failure) {
-    bad_weights_file(file, std::string("reading it failed: ") + failure.what());
+  // istream::read turns the file buffer's errors into badbit (no exception escapes).
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    const auto count = static_cast<std::size_t>(in.gcount());
+    const std::size_t needed = content.size() + count;
+    over_cap(needed);
+    if (needed > content.capacity())  // grown by hand: doubling could pass the cap
+      content.reserve(std::min(std::max(needed, 2 * content.capacity()), get_size_limits().max_allocation_bytes));
+    content.insert(content.end(), chunk.data(), chunk.data() + count);
   }
+  if (in.bad()) bad_weights_file(file, "reading it failed.");
   return content;
 }
 

@@ -8,6 +8,7 @@
 // A monitored key that an epoch's logs lack is a warning on std::cerr (once), never an error.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -102,7 +103,11 @@ class CSVLogger : public Callback {
                      std::string steps_filename = "")
       : filename_(std::move(filename)), separator_(std::move(separator)), append_(append),
         steps_filename_(std::move(steps_filename)) {
-    if (separator_.size() != 1)  // Python's csv module (Keras' writer) takes one character
+    // Python's csv module (Keras' writer) takes one character; UTF-8 continuation bytes are
+    // part of the character before them.
+    const auto characters = std::count_if(separator_.begin(), separator_.end(),
+                                          [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    if (characters != 1)
       throw std::invalid_argument("CSVLogger: the separator must be a 1-character string. Received: separator='" +
                                   mixprec::detail::quote_for_message(separator_) + "'");
   }
@@ -284,7 +289,8 @@ inline bool simple_spec(std::string_view spec, std::string_view prefix, char typ
 inline std::string checkpoint_path(const std::string& pattern, int epoch, const Logs& logs) {
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const bool doubled = i + 1 < pattern.size() && pattern[i + 1] == pattern[i];
+    const bool brace = pattern[i] == '{' || pattern[i] == '}';
+    const bool doubled = brace && i + 1 < pattern.size() && pattern[i + 1] == pattern[i];
     if (pattern[i] == '}') {
       if (!doubled)
         throw std::invalid_argument("ModelCheckpoint: a single '}' in '" + mixprec::detail::quote_for_message(pattern) +
@@ -320,7 +326,9 @@ inline std::string checkpoint_path(const std::string& pattern, int epoch, const 
       if (!valid)
         throw std::invalid_argument("ModelCheckpoint: '{" + mixprec::detail::quote_for_message(field) +
                                     "}': a log value takes {key}, {key:.4f} or {key:.3e} (a precision of at most 4 digits).");
-      out += spec.empty() ? python_float(it->second) : printf_text("%" + spec, it->second);
+      // Python writes nan, inf and -inf whatever the spec (printf: "-nan" for x86's default NaN).
+      const bool plain = spec.empty() || !std::isfinite(it->second);
+      out += plain ? python_float(it->second) : printf_text("%" + spec, it->second);
     }
     i = close;
   }

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -93,11 +94,15 @@ void load_checkpoint(Model& model, const std::string& file) {
       if (const auto rate = config->find("learning_rate"); rate != config->end()) saved_rate = &*rate;
     if (saved_rate == nullptr)
       section.fail("`optimizer` must have a `config` with a `learning_rate`. Received: " + detail::shown(saved_optimizer));
-    if (saved_rate->is_number() == optimizer.learning_rate().is_schedule())
-      throw std::invalid_argument(saved_rate->is_number()
-                                      ? "it was saved with a float learning rate, but the model's optimizer has a schedule."
-                                      : "it was saved with a learning rate schedule, but the model's optimizer has a float rate.");
-    if (saved_rate->is_number()) optimizer.set_learning_rate(schedules::LearningRate(saved_rate->get<double>()));
+    // Read as compile() would take it; a rate float32 cannot hold would stop the first step.
+    const schedules::LearningRate saved = schedules::LearningRate::from_config(*saved_rate);
+    if (saved_rate->is_number() && !(saved_rate->get<double>() <= std::numeric_limits<float>::max()))
+      section.fail("`learning_rate` must be a float32 number. Received: " + detail::shown(*saved_rate));
+    if (saved.is_schedule() != optimizer.learning_rate().is_schedule())
+      throw std::invalid_argument(saved.is_schedule()
+                                      ? "it was saved with a learning rate schedule, but the model's optimizer has a float rate."
+                                      : "it was saved with a float learning rate, but the model's optimizer has a schedule.");
+    if (!saved.is_schedule()) optimizer.set_learning_rate(saved);
     const auto slot_names = strings("slot_names");
     const auto expected_slots = optimizer.slot_names();
     if (!std::equal(slot_names.begin(), slot_names.end(), expected_slots.begin(), expected_slots.end()))

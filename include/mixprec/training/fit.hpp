@@ -317,8 +317,8 @@ callbacks::History fit(Model& model, compiled_model& compiled, const X& x, const
   // Every check a step makes of its data, made on all of it before the first step (Keras
   // checks batch by batch, and a bad label in the last batch would leave the model trained on
   // the batches before it).
-  check_data(x, y, train_rows);
-  if (o.validation_data) {
+  if (o.initial_epoch < o.epochs) check_data(x, y, train_rows);
+  if (o.validation_data && o.initial_epoch < o.epochs) {
     try {
       check_data(validation->first, validation->second, 0);
     } catch (const std::invalid_argument& e) {

@@ -176,7 +176,7 @@ class LossScaleOptimizer {
     // A scale the optimizer can reach: a float32 number from minimum_scale up (below it the scaled
     // loss may underflow, every gradient be zero and no step be skipped). The range is checked
     // before the cast, which is undefined beyond float's.
-    const double minimum = scale_.minimum_scale();
+    const double minimum = static_cast<float>(scale_.minimum_scale());  // the floor update() applies
     if (!(scale >= minimum && scale <= std::numeric_limits<float>::max() &&
           static_cast<double>(static_cast<float>(scale)) == scale))
       c.fail("`scale` must be a float32 number from minimum_scale (" + mixprec::detail::number_text(minimum) +
