@@ -245,6 +245,17 @@ TEST_CASE("load_data: each malformed file is an error naming the file and the pr
   bytes huge_labels = idx_labels({1, 2});
   huge_labels[4] = huge_labels[5] = huge_labels[6] = huge_labels[7] = 0xff;
   expect_error("train-labels-idx1-ubyte.gz", gzip(huge_labels), "the header announces 4294967295 labels");
+  // The same claim over a megabyte of real data: memory grows with the data, not by what deflate
+  // could expand the file to (1032:1, gigabytes for a few megabytes).
+  expect_error("train-images-idx3-ubyte.gz", gzip(idx_images(0xffffffffu, 28, 28, 0x803, 2000)),
+               "the data has 1568000");
+
+  // A directory where a file should be opens on Linux: reading it is the error, naming it.
+  synthetic_set fresh;
+  const std::filesystem::path labels_file = fresh.path / "t10k-labels-idx1-ubyte.gz";
+  std::filesystem::remove(labels_file);
+  std::filesystem::create_directory(labels_file);
+  CHECK(load_error(fresh.path) == "Cannot load '" + labels_file.string() + "': it is a directory.");
 }
 
 TEST_CASE("load_data: image and label counts must agree") {

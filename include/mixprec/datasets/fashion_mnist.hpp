@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <new>
 #include <span>
@@ -85,9 +84,14 @@ class gunzip {
     std::error_code error;
     if (!std::filesystem::exists(file_, error))
       bad_dataset_file(file_, "no such file. " + std::string(missing_hint));
+    if (std::filesystem::is_directory(file_, error)) bad_dataset_file(file_, "it is a directory.");
     std::ifstream in(file_, std::ios::binary);
     if (!in) bad_dataset_file(file_, "cannot open it for reading.");
-    compressed_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // istream::read turns the file buffer's errors into badbit (an istreambuf_iterator lets
+    // them escape as std::ios_base::failure, without the file's name).
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0)
+      compressed_.insert(compressed_.end(), chunk, chunk + in.gcount());
     if (in.bad()) bad_dataset_file(file_, "reading it failed.");
     if (!gzip_member_at(0)) bad_dataset_file(file_, "not a gzip file (it does not start with the bytes 1f 8b).");
     if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();
@@ -97,13 +101,6 @@ class gunzip {
   ~gunzip() { inflateEnd(&stream_); }
 
   const std::filesystem::path& file() const { return file_; }
-  /// The most bytes the rest of the file can decompress to (deflate expands at most 1032:1),
-  /// a bound for reserving memory that a header's claims cannot inflate.
-  std::size_t decompressed_bound() const {
-    const std::size_t left = compressed_.size() - position_;
-    return left > std::numeric_limits<std::size_t>::max() / 1032 ? std::numeric_limits<std::size_t>::max()
-                                                                  : left * 1032;
-  }
 
   /// Decompresses up to n bytes into out; fewer only at the end of the data.
   std::size_t read(unsigned char* out, std::size_t n) {
@@ -200,10 +197,9 @@ inline value_buffer<std::uint8_t> read_idx(gunzip& in, std::uint8_t dims, std::s
   const std::size_t count = word(1);
   const std::size_t payload = checked_product(count, item_size, file);
 
-  // Grow with the data that arrives (reserving what the compressed size can hold at most), never
-  // by the header's claim alone.
+  // Grow with the data that arrives (doubling from 1 MiB), never by the header's claim: deflate
+  // expands up to 1032:1, so even the compressed size bounds nothing a machine can reserve.
   value_buffer<std::uint8_t> values;
-  values.reserve(std::min(payload, in.decompressed_bound()));
   constexpr std::size_t chunk = std::size_t{1} << 20;
   while (values.size() < payload) {
     const std::size_t old = values.size(), want = std::min(payload - old, std::max(old, chunk));
