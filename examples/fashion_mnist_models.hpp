@@ -53,7 +53,7 @@ void compile(Model& model, std::int64_t decay_steps, bool loss_scaling = true) {
 
 /// Training steps per epoch: the last batch smaller.
 inline std::size_t steps_per_epoch(std::size_t rows, std::size_t batch_size) {
-  return (rows + batch_size - 1) / batch_size;
+  return rows / batch_size + (rows % batch_size != 0);  // no rows + batch_size - 1: it wraps for a huge batch size
 }
 
 }  // namespace fashion_mnist_demo

@@ -13,10 +13,14 @@
 // --limit N trains on the first N training images only (a quick run); --no-loss-scaling compiles
 // with auto_scale_loss = false; --csv PREFIX writes PREFIX.epochs.csv and PREFIX.steps.csv
 // (CSVLogger) for scripts/plot_history.py.
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -36,7 +40,8 @@ namespace {
 
 struct options {
   std::string model = "cnn", policy = "mixed_float16";
-  std::size_t epochs = 5, batch_size = 64, limit = 60000;
+  std::size_t epochs = 5, batch_size = 64;
+  std::optional<std::size_t> limit;  // all the training images when not given
   std::string data = datasets::fashion_mnist::default_directory;
   bool loss_scaling = true;
   std::string csv, quantize;
@@ -52,20 +57,20 @@ options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw std::invalid_argument("missing a value after " + std::string(flag));
     const std::string value = argv[++i];
-    const auto number = [&] {
-      std::size_t n = 0, used = 0;
-      try {
-        n = std::stoull(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (n == 0 || used != value.size() || value.front() == '-')
-        throw std::invalid_argument(std::string(flag) + " must be a positive integer; got " + value);
+    if (value.empty()) throw std::invalid_argument(std::string(flag) + " needs a value; got an empty one");
+    // Digits only (std::stoull would take " -5" as 2^64 - 5), from 1 to `most`.
+    const auto number = [&](std::size_t most = std::numeric_limits<std::size_t>::max()) {
+      std::size_t n = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+      const bool digits = std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || error != std::errc() || end != value.data() + value.size() || n == 0 || n > most)
+        throw std::invalid_argument(std::string(flag) + " must be an integer from 1 to " + std::to_string(most) + "; got '" +
+                                    value + "'");
       return n;
     };
     if (flag == "--model") o.model = value;
     else if (flag == "--policy") o.policy = value;
-    else if (flag == "--epochs") o.epochs = number();
+    else if (flag == "--epochs") o.epochs = number(std::numeric_limits<int>::max());  // fit() counts epochs in an int
     else if (flag == "--batch-size") o.batch_size = number();
     else if (flag == "--limit") o.limit = number();
     else if (flag == "--data") o.data = value;
@@ -162,7 +167,11 @@ void run(const options& o, const datasets::fashion_mnist::TrainTest& data) {
     const auto values = split.y.values();
     return Tensor<std::int32_t, dynamic>(std::vector<std::int32_t>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n)));
   };
-  const std::size_t n = std::min(o.limit, data.train.size());
+  if (o.limit && *o.limit > data.train.size())
+    throw std::invalid_argument("--limit " + std::to_string(*o.limit) + " exceeds the " +
+                                std::to_string(data.train.size()) + " training images");
+  const std::size_t n = o.limit.value_or(data.train.size());
+  if (n == 0) throw std::invalid_argument("the training data in " + o.data + " holds no image");
   const auto first = [&](const auto& images) {
     using T = std::remove_cvref_t<decltype(images)>;
     const auto values = images.values();
