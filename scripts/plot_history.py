@@ -26,7 +26,8 @@ class HistoryError(Exception):
 
 
 def read_csv(path, required):
-    """The rows of a CSV file as dicts of floats (None for an empty value), checking its columns."""
+    """The rows of a CSV file as dicts of floats (None for an empty value or CSVLogger's NA for a
+    missing key), checking its columns."""
     try:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
@@ -42,7 +43,7 @@ def read_csv(path, required):
                 parsed = {}
                 for key, text in row.items():
                     text = text.strip()
-                    if text == "":
+                    if text == "" or text.upper() == "NA":
                         parsed[key] = None
                         continue
                     if text.lower() in ("true", "false"):  # skipped may be written as a bool
@@ -55,6 +56,10 @@ def read_csv(path, required):
                 rows.append(parsed)
     except OSError as e:
         raise HistoryError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise HistoryError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except csv.Error as e:
+        raise HistoryError(f"{path}, after line {reader.line_num}: {e}") from None
     if not rows:
         raise HistoryError(f"{path}: no rows after the header")
     return rows

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""scripts/plot_history.py on small hand-written CSV files: a PNG for a good history, a clear
-error for a missing file, missing columns and a bad value. Exits 77 (CTest: skipped) when
+"""scripts/plot_history.py on small hand-written CSV files: a PNG for a good history (NA values
+included), a clear error for a missing file, missing columns, a bad value, text that is not
+UTF-8 or a field over the csv module's limit. Exits 77 (CTest: skipped) when
 matplotlib is not installed (scripts/install-deps.sh --plot installs it)."""
 import os
 import subprocess
@@ -72,6 +73,15 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(code == 1 and "no rows after the header" in out, f"header only: {out}")
     code, out = run(write("text.csv", "epoch,loss\n0,abc\n"), "-o", png)
     expect(code == 1 and "line 2: column loss is not a number: 'abc'" in out, f"bad value: {out}")
+    # CSVLogger writes NA for a key an epoch's logs lack (as Keras): a gap, not an error.
+    code, out = run(write("na.csv", "epoch,accuracy,loss,val_accuracy\n0,0.5,1.0,0.6\n1,0.6,0.9,NA\n"), "-o", png)
+    expect(code == 0, f"NA value: {out}")
+    with open(os.path.join(tmp, "latin1.csv"), "wb") as f:
+        f.write(b"epoch,loss\n0,1.0\xff\n")
+    code, out = run(os.path.join(tmp, "latin1.csv"), "-o", png)
+    expect(code == 1 and "latin1.csv: not UTF-8 text" in out and "Traceback" not in out, f"not UTF-8: {out}")
+    code, out = run(write("long.csv", "epoch,loss\n0," + "1" * 200000 + "\n"), "-o", png)
+    expect(code == 1 and "long.csv, after line 1:" in out and "Traceback" not in out, f"overlong field: {out}")
 
 print("FAILED" if failures else "passed")
 sys.exit(1 if failures else 0)
