@@ -61,6 +61,26 @@ TEST_CASE("AnyTensor from a std::vector or a Tensor; sizes must match the extent
   const AnyTensor from_tensor(Tensor<float16, dynamic, 2>({float16(1.0f), float16(2.0f)}));
   CHECK(from_tensor.dtype() == "float16");
   CHECK(from_tensor.extents() == std::vector<std::size_t>{1, 2});
+  // Class ids come back as themselves; they and floats do not convert into each other.
+  const Tensor<std::int32_t, dynamic> ids(std::vector<std::int32_t>{4, 7});
+  CHECK(AnyTensor(ids).to_tensor<std::int32_t, dynamic>() == ids);
+  CHECK_THROWS_WITH_AS(AnyTensor(ids).values_as<float>(), "AnyTensor holds int32 class ids, not floating values.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(from_vector.values_as<std::int64_t>(), "AnyTensor holds float32 values, not int64 class ids.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((from_vector.to_tensor<float, dynamic, 4>()),
+                       "AnyTensor::to_tensor: the AnyTensor's shape (2, 3) is not the tensor's (batch, 4).",
+                       std::invalid_argument);
+}
+
+TEST_CASE("Tensor: a batch whose size wraps std::size_t is an error, not a small buffer") {
+  using T = Tensor<float, dynamic, 784>;
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() / 784 * 2 + 3;
+  CHECK_THROWS_WITH_AS(T(std::size_t{huge}), ("Tensor: a batch of " + std::to_string(huge) +
+                                 " rows of 784 elements has more elements than std::size_t counts.").c_str(),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(T(std::size_t{1} << 62, uninitialized), std::invalid_argument);
+  static_assert(shape<dynamic, std::size_t{1} << 31, std::size_t{1} << 31>::static_size == std::size_t{1} << 62);
 }
 
 TEST_CASE("seed 000: the model policy applies to layers without their own; the float32 softmax keeps its own") {

@@ -80,13 +80,16 @@ struct shape {
   static constexpr std::array<std::size_t, rank> extents{Extents...};
   static constexpr bool batched = rank > 0 && extents[0] == dynamic;
   /// Elements per batch entry (the product of the static extents).
+  /// 0 when the product overflows std::size_t (reported by the static_assert below).
   static constexpr std::size_t static_size = [] {
     std::size_t size = 1;
     for (std::size_t e : extents)
-      if (e != dynamic) size *= e;
+      if (e != dynamic && __builtin_mul_overflow(size, e, &size)) return std::size_t{0};
     return size;
   }();
   static_assert(((Extents != 0) && ...), "Tensor extents must be positive.");
+  static_assert(static_size != 0 || !((Extents != 0) && ...),
+                "Tensor extents multiply to more elements than std::size_t counts.");
 };
 
 template <class T, std::size_t... Extents>
@@ -109,11 +112,11 @@ class Tensor {
   Tensor() : batch_(batched ? 0 : 1), values_(batched ? 0 : row_size, cast<T>(0)) {}
   explicit Tensor(std::size_t batch)
     requires batched
-      : batch_(batch), values_(batch * row_size, cast<T>(0)) {}
+      : batch_(batch), values_(checked_size(batch), cast<T>(0)) {}
   /// A batch whose values are left uninitialized, for outputs a kernel fills.
   Tensor(std::size_t batch, uninitialized_t)
     requires batched
-      : batch_(batch), values_(batch * row_size) {}
+      : batch_(batch), values_(checked_size(batch)) {}
   /// From values in row-major order; their number must match the shape.
   explicit Tensor(value_buffer<T> values) : batch_(batched ? values.size() / row_size : 1), values_(std::move(values)) {
     if (values_.size() != batch_ * row_size)
@@ -155,6 +158,16 @@ class Tensor {
   friend bool operator==(const Tensor& a, const Tensor& b) { return a.batch_ == b.batch_ && a.values_ == b.values_; }
 
  private:
+  /// batch * row_size, or std::invalid_argument when it wraps (a wrapped size would be a small
+  /// buffer under a huge batch()).
+  static std::size_t checked_size(std::size_t batch) {
+    std::size_t size = 0;
+    if (__builtin_mul_overflow(batch, row_size, &size))
+      throw std::invalid_argument("Tensor: a batch of " + std::to_string(batch) + " rows of " + std::to_string(row_size) +
+                                  " elements has more elements than std::size_t counts.");
+    return size;
+  }
+
   std::size_t batch_ = 1;
   value_buffer<T> values_;
 };

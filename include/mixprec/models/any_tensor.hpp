@@ -75,19 +75,25 @@ class AnyTensor {
   /// Whether it holds floating values (not class ids).
   bool floating() const { return !holds<std::int32_t>() && !holds<std::int64_t>(); }
   /// The values converted to the floating dtype T (correctly rounded; a plain copy when the
-  /// dtype is T), in a value_buffer<T> (a std::vector with an allocator that skips
-  /// zero-filling). Class ids are not converted: std::invalid_argument.
+  /// dtype is T, class ids included), in a value_buffer<T> (a std::vector with an allocator that
+  /// skips zero-filling). Class ids and floats do not convert into each other: std::invalid_argument.
   template <class T>
   value_buffer<T> values_as() const {
     return std::visit(
-        [&](const auto& v) {
+        [&](const auto& v) -> value_buffer<T> {
           using From = typename std::remove_cvref_t<decltype(v)>::value_type;
-          value_buffer<T> out(v.size());
-          if constexpr (std::is_integral_v<From>)
+          if constexpr (std::is_same_v<From, T>) {
+            return value_buffer<T>(v.begin(), v.end());
+          } else if constexpr (std::is_integral_v<From>) {
             throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " class ids, not floating values.");
-          else
+          } else if constexpr (std::is_integral_v<T>) {
+            throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " values, not " +
+                                        std::string(dtype_name_v<T>) + " class ids.");
+          } else {
+            value_buffer<T> out(v.size());
             kernels::convert<From, T>(std::span<const From>(v), std::span(out));
-          return out;
+            return out;
+          }
         },
         values_);
   }
@@ -97,7 +103,16 @@ class AnyTensor {
     const auto expected = Tensor<T, E...>::shape_type::extents;
     bool same = extents_.size() == expected.size();
     for (std::size_t i = 0; same && i < expected.size(); ++i) same = expected[i] == dynamic || expected[i] == extents_[i];
-    if (!same) throw std::invalid_argument("AnyTensor::to_tensor: the shapes differ.");
+    if (!same) {
+      const auto text = [](const auto& list, bool batch) {
+        std::string t = "(";
+        for (std::size_t i = 0; i < list.size(); ++i)
+          t += (i ? ", " : "") + (batch && list[i] == dynamic ? std::string("batch") : std::to_string(list[i]));
+        return t + ")";
+      };
+      throw std::invalid_argument("AnyTensor::to_tensor: the AnyTensor's shape " + text(extents_, false) +
+                                  " is not the tensor's " + text(expected, true) + ".");
+    }
     return Tensor<T, E...>(values_as<T>());
   }
 
