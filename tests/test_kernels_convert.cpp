@@ -156,6 +156,9 @@ TEST_CASE("every 16-bit and 8-bit pattern widens exactly on every target") {
     check_against_scalar<float8_e5m2, float>(e5);
     check_against_scalar<bfloat16, float16>(bf);
     check_against_scalar<float16, bfloat16>(h);
+    // Saturating: the finite values fit, the infinities become bfloat16's largest finite values.
+    check_against_scalar<bfloat16, float16>(bf, overflow_mode::saturate);
+    check_against_scalar<float16, bfloat16>(h, overflow_mode::saturate);
   });
 }
 

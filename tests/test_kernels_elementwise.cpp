@@ -494,6 +494,18 @@ TEST_CASE("size errors") {
   CHECK_THROWS_AS(kernels::bias_activation<float>(x, {}, activation::relu, z, 0), std::invalid_argument);
   CHECK_THROWS_AS(kernels::bias_activation<float>(x, {}, activation::relu, z, 4), std::invalid_argument);
   kernels::softmax_rows<float>(std::span<const float>{}, std::span<float>{}, 3);  // no rows
+  // Overlaps across dtypes are compared in bytes: a 16-bit y over acc's memory would overwrite
+  // accumulators not yet read; a bias inside the rows would change as the rows are written.
+  std::vector<float> acc(8, 1.0f);
+  const std::span<bfloat16> y_over_acc(reinterpret_cast<bfloat16*>(acc.data() + 4), 8);  // never read
+  CHECK_THROWS_WITH_AS(kernels::bias_activation<bfloat16>(acc, {}, activation::relu, y_over_acc, 4),
+                       "bias_activation: acc and y overlap; they must lie apart.", std::invalid_argument);
+  std::vector<float> rows{1, 2, 3, 4, 5, 6};
+  CHECK_THROWS_WITH_AS(kernels::bias_add<float>(rows, std::span<const float>(rows).first(3)),
+                       "bias_add: rows and bias overlap; they must lie apart.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::bias_activation<float>(std::span<const float>(rows), std::span<const float>(rows).last(3),
+                                                       activation::relu, std::span<float>(rows), 3),
+                       "bias_activation: bias and y overlap; they must lie apart.", std::invalid_argument);
 }
 
 TEST_CASE("double runs scalar double math") {

@@ -101,6 +101,11 @@ void convert(std::span<const From> from, std::span<To> to, overflow_mode overflo
       }
     }
     k::convert(from.data(), to.data(), n);
+    if constexpr (std::is_same_v<From, float16> && std::is_same_v<To, bfloat16>) {
+      if (saturate)  // every finite float16 fits: only the infinities saturate, as the cast does
+        for (To& v : to)
+          if (std::isinf(static_cast<float>(v))) v = To(static_cast<float>(v), overflow);
+    }
   } else if constexpr (std::is_constructible_v<To, double, overflow_mode>) {
     for (std::size_t i = 0; i < n; ++i) to[i] = To(static_cast<double>(cast<double>(from[i])), overflow);
   } else {

@@ -239,13 +239,14 @@ void add_rows(std::span<const T> from, std::size_t from_stride, std::span<T> to,
 
 /// rows[r * cols + c] += bias[c] in place, cols = bias.size(), rounded once to T. Throws
 /// std::invalid_argument unless rows.size() is a multiple of bias.size() (an empty bias only
-/// fits empty rows).
+/// fits empty rows), or if bias lies in rows' memory.
 template <class T>
   requires ComputeDType<T>
 void bias_add(std::span<T> rows, std::span<const T> bias) {
   if (bias.empty() ? !rows.empty() : rows.size() % bias.size() != 0)
     throw std::invalid_argument("bias_add: the rows have " + std::to_string(rows.size()) +
                                 " elements, which is not a multiple of the bias size " + std::to_string(bias.size()) + ".");
+  mixprec::detail::check_disjoint(std::span<const T>(rows), bias, "bias_add", "rows", "bias");  // rows written first
   if (rows.empty()) return;
   if constexpr (detail::has_elementwise_kernel<T>) {
     detail::bias_add(rows.data(), rows.size(), bias.data(), bias.size());
@@ -307,7 +308,7 @@ void softmax_rows_backward(std::span<const T> y, std::span<const T> dy, std::spa
 /// Dense epilogue, fused: y = act(acc + bias) rounded once to T. acc is float32 rows x cols; bias has cols entries or is empty.
 /// For T = float, y may alias acc exactly. Throws std::invalid_argument if cols == 0, if acc and
 /// y differ in size or are not a multiple of cols, if bias is neither empty nor cols long, if
-/// y overlaps acc otherwise, or for softmax.
+/// y overlaps acc otherwise or overlaps bias, or for softmax.
 template <class T>
   requires ComputeDType<T>
 void bias_activation(std::span<const float> acc, std::span<const T> bias, activation a, std::span<T> y,
@@ -317,6 +318,9 @@ void bias_activation(std::span<const float> acc, std::span<const T> bias, activa
   mixprec::detail::check_same_size(acc.size(), y.size(), "bias_activation");
   if constexpr (std::is_same_v<T, float>)  // the epilogue may run in place on the accumulator
     detail::check_exact_alias_or_disjoint(acc.data(), y.data(), acc.size(), "bias_activation");
+  else  // bytes, whatever the dtypes: a 16-bit y over acc's memory would overwrite values not yet read
+    mixprec::detail::check_disjoint(acc, std::span<const T>(y), "bias_activation", "acc", "y");
+  mixprec::detail::check_disjoint(bias, std::span<const T>(y), "bias_activation", "bias", "y");
   if (!bias.empty() && bias.size() != cols)
     throw std::invalid_argument("bias_activation: the bias has " + std::to_string(bias.size()) +
                                 " elements but cols = " + std::to_string(cols) + "; it must be empty or match.");
