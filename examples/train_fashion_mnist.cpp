@@ -55,9 +55,15 @@ options parse(int argc, char** argv) {
       o.loss_scaling = false;
       continue;
     }
+    constexpr std::string_view with_value[] = {"--model", "--policy", "--epochs", "--batch-size", "--limit",
+                                               "--data", "--csv", "--quantize"};
+    if (std::find(std::begin(with_value), std::end(with_value), flag) == std::end(with_value)) {
+      std::string known;
+      for (const std::string_view name : with_value) known += std::string(name) + ", ";
+      throw std::invalid_argument("unknown option " + std::string(flag) + "; known: " + known + "--no-loss-scaling");
+    }
     if (i + 1 >= argc) throw std::invalid_argument("missing a value after " + std::string(flag));
     const std::string value = argv[++i];
-    if (value.empty()) throw std::invalid_argument(std::string(flag) + " needs a value; got an empty one");
     // Digits only (std::stoull would take " -5" as 2^64 - 5), from 1 to `most`.
     const auto number = [&](std::size_t most = std::numeric_limits<std::size_t>::max()) {
       std::size_t n = 0;
@@ -68,6 +74,7 @@ options parse(int argc, char** argv) {
                                     value + "'");
       return n;
     };
+    if (value.empty()) throw std::invalid_argument(std::string(flag) + " needs a value; got an empty one");
     if (flag == "--model") o.model = value;
     else if (flag == "--policy") o.policy = value;
     else if (flag == "--epochs") o.epochs = number(std::numeric_limits<int>::max());  // fit() counts epochs in an int
@@ -75,11 +82,7 @@ options parse(int argc, char** argv) {
     else if (flag == "--limit") o.limit = number();
     else if (flag == "--data") o.data = value;
     else if (flag == "--csv") o.csv = value;
-    else if (flag == "--quantize") o.quantize = value;
-    else
-      throw std::invalid_argument("unknown option " + std::string(flag) +
-                                  "; known: --model, --policy, --epochs, --batch-size, --limit, --data, --no-loss-scaling, "
-                                  "--csv, --quantize");
+    else o.quantize = value;  // --quantize, the last known flag
   }
   if (o.model != "cnn" && o.model != "mlp") throw std::invalid_argument("--model must be cnn or mlp; got " + o.model);
   if (o.policy != "mixed_float16" && o.policy != "mixed_bfloat16" && o.policy != "float32")

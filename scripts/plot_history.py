@@ -29,7 +29,7 @@ def read_csv(path, required):
     """The rows of a CSV file as dicts of floats (None for an empty value or CSVLogger's NA for a
     missing key), checking its columns."""
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
             missing = [c for c in required if c not in header]
@@ -56,10 +56,11 @@ def read_csv(path, required):
                 rows.append(parsed)
     except OSError as e:
         raise HistoryError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise HistoryError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except UnicodeDecodeError as e:  # e.start counts from the block being decoded, not the file
+        raise HistoryError(f"{path}: not UTF-8 text ({e.reason})") from None
     except csv.Error as e:
-        raise HistoryError(f"{path}, after line {reader.line_num}: {e}") from None
+        where = f"after line {reader.line_num}" if reader.line_num else "in the header"
+        raise HistoryError(f"{path}, {where}: {e}") from None
     if not rows:
         raise HistoryError(f"{path}: no rows after the header")
     return rows

@@ -250,7 +250,7 @@ TEST_CASE("load_data: each malformed file is an error naming the file and the pr
   expect_error("train-images-idx3-ubyte.gz", gzip(idx_images(0xffffffffu, 28, 28, 0x803, 2000)),
                "the data has 1568000");
 
-  // A directory where a file should be opens on Linux: reading it is the error, naming it.
+  // A directory where a file should be (std::ifstream would open it on Linux) is an error naming it.
   synthetic_set fresh;
   const std::filesystem::path labels_file = fresh.path / "t10k-labels-idx1-ubyte.gz";
   std::filesystem::remove(labels_file);

@@ -68,6 +68,8 @@ TEST_CASE("AnyTensor from a std::vector or a Tensor; sizes must match the extent
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(from_vector.values_as<std::int64_t>(), "AnyTensor holds float32 values, not int64 class ids.",
                        std::invalid_argument);
+  CHECK_THROWS_WITH_AS(AnyTensor(ids).values_as<std::int64_t>(), "AnyTensor holds int32 class ids, not int64 ones.",
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS((from_vector.to_tensor<float, dynamic, 4>()),
                        "AnyTensor::to_tensor: the AnyTensor's shape (2, 3) is not the tensor's (batch, 4).",
                        std::invalid_argument);

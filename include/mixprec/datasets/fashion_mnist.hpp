@@ -203,6 +203,7 @@ inline value_buffer<std::uint8_t> read_idx(gunzip& in, std::uint8_t dims, std::s
   constexpr std::size_t chunk = std::size_t{1} << 20;
   while (values.size() < payload) {
     const std::size_t old = values.size(), want = std::min(payload - old, std::max(old, chunk));
+    values.reserve(old + want);  // exact at the end (resize alone could leave a buffer 1.4x the data)
     values.resize(old + want);
     const std::size_t got = in.read(values.data() + old, want);
     if (got < want)

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -91,8 +92,8 @@ void convert(std::span<const From> from, std::span<To> to, overflow_mode overflo
   } else if constexpr (k::has_saturating_convert_kernel<From, To>) {
     k::convert(from.data(), to.data(), n, saturate);
   } else if constexpr (k::has_convert_kernel<From, To>) {
-    // These kernels overflow to inf: saturating to bfloat16 or float16 from a wider range (float16's
-    // fits in bfloat16's) runs the cast instead.
+    // These kernels overflow to inf: saturating to bfloat16 or float16 from a wider range runs the
+    // cast instead (float16's finite range fits in bfloat16's: its infinities are fixed up below).
     if constexpr (std::is_constructible_v<To, float, overflow_mode> &&
                   !(std::is_same_v<From, float16> && std::is_same_v<To, bfloat16>)) {
       if (saturate) {

@@ -76,7 +76,8 @@ class AnyTensor {
   bool floating() const { return !holds<std::int32_t>() && !holds<std::int64_t>(); }
   /// The values converted to the floating dtype T (correctly rounded; a plain copy when the
   /// dtype is T, class ids included), in a value_buffer<T> (a std::vector with an allocator that
-  /// skips zero-filling). Class ids and floats do not convert into each other: std::invalid_argument.
+  /// skips zero-filling). Class ids convert to nothing else, floats not to class ids:
+  /// std::invalid_argument.
   template <class T>
   value_buffer<T> values_as() const {
     return std::visit(
@@ -85,7 +86,9 @@ class AnyTensor {
           if constexpr (std::is_same_v<From, T>) {
             return value_buffer<T>(v.begin(), v.end());
           } else if constexpr (std::is_integral_v<From>) {
-            throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " class ids, not floating values.");
+            throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " class ids, not " +
+                                        (std::is_integral_v<T> ? std::string(dtype_name_v<T>) + " ones."
+                                                               : std::string("floating values.")));
           } else if constexpr (std::is_integral_v<T>) {
             throw std::invalid_argument("AnyTensor holds " + std::string(dtype()) + " values, not " +
                                         std::string(dtype_name_v<T>) + " class ids.");
