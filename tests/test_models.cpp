@@ -78,8 +78,8 @@ TEST_CASE("AnyTensor from a std::vector or a Tensor; sizes must match the extent
 TEST_CASE("Tensor: a batch whose size wraps std::size_t is an error, not a small buffer") {
   using T = Tensor<float, dynamic, 784>;
   const std::size_t huge = std::numeric_limits<std::size_t>::max() / 784 * 2 + 3;
-  CHECK_THROWS_WITH_AS(T(std::size_t{huge}), ("Tensor: a batch of " + std::to_string(huge) +
-                                 " rows of 784 elements has more elements than std::size_t counts.").c_str(),
+  CHECK_THROWS_WITH_AS(T(std::size_t{huge}),
+                       ("Tensor has more than 2^64 elements (" + std::to_string(huge) + " x 784 overflows).").c_str(),
                        std::invalid_argument);
   CHECK_THROWS_AS(T(std::size_t{1} << 62, uninitialized), std::invalid_argument);
   static_assert(shape<dynamic, std::size_t{1} << 31, std::size_t{1} << 31>::static_size == std::size_t{1} << 62);

@@ -25,7 +25,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <span>
@@ -35,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include <mixprec/core/detail/file_chunks.hpp>
 #include <mixprec/layers/tensor.hpp>
 #include <mixprec/runtime/detail/message_text.hpp>
 
@@ -84,15 +84,9 @@ class gunzip {
     std::error_code error;
     if (!std::filesystem::exists(file_, error))
       bad_dataset_file(file_, "no such file. " + std::string(missing_hint));
-    if (std::filesystem::is_directory(file_, error)) bad_dataset_file(file_, "it is a directory.");
-    std::ifstream in(file_, std::ios::binary);
-    if (!in) bad_dataset_file(file_, "cannot open it for reading.");
-    // istream::read turns the file buffer's errors into badbit (an istreambuf_iterator lets
-    // them escape as std::ios_base::failure, without the file's name).
-    char chunk[1 << 16];
-    while (in.read(chunk, sizeof chunk) || in.gcount() > 0)
-      compressed_.insert(compressed_.end(), chunk, chunk + in.gcount());
-    if (in.bad()) bad_dataset_file(file_, "reading it failed.");
+    mixprec::detail::read_file_chunks(
+        file_, [&](const char* data, std::size_t count) { compressed_.insert(compressed_.end(), data, data + count); },
+        [&](const std::string& why) { bad_dataset_file(file_, why); });
     if (!gzip_member_at(0)) bad_dataset_file(file_, "not a gzip file (it does not start with the bytes 1f 8b).");
     if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();
   }

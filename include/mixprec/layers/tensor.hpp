@@ -24,6 +24,7 @@
 
 #include <mixprec/core/cast.hpp>
 #include <mixprec/core/dtype.hpp>
+#include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
 
 namespace mixprec {
@@ -160,13 +161,7 @@ class Tensor {
  private:
   /// batch * row_size, or std::invalid_argument when it wraps (a wrapped size would be a small
   /// buffer under a huge batch()).
-  static std::size_t checked_size(std::size_t batch) {
-    std::size_t size = 0;
-    if (__builtin_mul_overflow(batch, row_size, &size))
-      throw std::invalid_argument("Tensor: a batch of " + std::to_string(batch) + " rows of " + std::to_string(row_size) +
-                                  " elements has more elements than std::size_t counts.");
-    return size;
-  }
+  static std::size_t checked_size(std::size_t batch) { return detail::checked_multiply(batch, row_size, "Tensor"); }
 
   std::size_t batch_ = 1;
   value_buffer<T> values_;

@@ -22,6 +22,16 @@
 
 namespace mixprec {
 
+namespace detail {
+/// Extents as Python prints a shape tuple, "(2, 3)", "(2,)", with a dynamic extent as "batch".
+inline std::string extents_text(std::span<const std::size_t> extents) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < extents.size(); ++i)
+    text += (i ? ", " : "") + (extents[i] == dynamic ? std::string("batch") : std::to_string(extents[i]));
+  return text + (extents.size() == 1 ? ",)" : ")");
+}
+}  // namespace detail
+
 class AnyTensor {
  public:
   using storage = std::variant<value_buffer<float16>, value_buffer<bfloat16>, value_buffer<float>, value_buffer<double>,
@@ -106,16 +116,9 @@ class AnyTensor {
     const auto expected = Tensor<T, E...>::shape_type::extents;
     bool same = extents_.size() == expected.size();
     for (std::size_t i = 0; same && i < expected.size(); ++i) same = expected[i] == dynamic || expected[i] == extents_[i];
-    if (!same) {
-      const auto text = [](const auto& list, bool batch) {
-        std::string t = "(";
-        for (std::size_t i = 0; i < list.size(); ++i)
-          t += (i ? ", " : "") + (batch && list[i] == dynamic ? std::string("batch") : std::to_string(list[i]));
-        return t + ")";
-      };
-      throw std::invalid_argument("AnyTensor::to_tensor: the AnyTensor's shape " + text(extents_, false) +
-                                  " is not the tensor's " + text(expected, true) + ".");
-    }
+    if (!same)
+      throw std::invalid_argument("AnyTensor::to_tensor: the AnyTensor's shape " + detail::extents_text(extents_) +
+                                  " is not the tensor's " + detail::extents_text(expected) + ".");
     return Tensor<T, E...>(values_as<T>());
   }
 

@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/file_chunks.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/limits.hpp>
 #include <mixprec/kernels/convert.hpp>
@@ -215,10 +216,6 @@ namespace detail {
 /// allocation cap as they are read (a pipe or a device has no size to check first; a regular
 /// file over the cap is refused before reading), and a read error is bad_weights_file too.
 inline std::vector<char> read_weights_file(const std::string& file) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) bad_weights_file(file, "it is a directory.");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) bad_weights_file(file, "it cannot be opened.");
   const auto over_cap = [&](std::uintmax_t bytes) {
     try {
       check_allocation("the file", static_cast<std::size_t>(std::min<std::uintmax_t>(bytes, SIZE_MAX)), 1);
@@ -227,21 +224,21 @@ inline std::vector<char> read_weights_file(const std::string& file) {
     }
   };
   std::vector<char> content;
+  std::error_code error;
   if (const std::uintmax_t bytes = std::filesystem::file_size(file, error); !error) {
     over_cap(bytes);
     content.reserve(static_cast<std::size_t>(bytes));
   }
-  // istream::read turns the file buffer's errors into badbit (no exception escapes).
-  std::vector<char> chunk(std::size_t{1} << 16);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    const auto count = static_cast<std::size_t>(in.gcount());
-    const std::size_t needed = content.size() + count;
-    over_cap(needed);
-    if (needed > content.capacity())  // grown by hand: doubling could pass the cap
-      content.reserve(std::min(std::max(needed, 2 * content.capacity()), get_size_limits().max_allocation_bytes));
-    content.insert(content.end(), chunk.data(), chunk.data() + count);
-  }
-  if (in.bad()) bad_weights_file(file, "reading it failed.");
+  read_file_chunks(
+      file,
+      [&](const char* data, std::size_t count) {
+        const std::size_t needed = content.size() + count;
+        over_cap(needed);
+        if (needed > content.capacity())  // grown by hand: doubling could pass the cap
+          content.reserve(std::min(std::max(needed, 2 * content.capacity()), get_size_limits().max_allocation_bytes));
+        content.insert(content.end(), data, data + count);
+      },
+      [&](const std::string& why) { bad_weights_file(file, why); });
   return content;
 }
 

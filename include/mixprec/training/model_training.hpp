@@ -373,14 +373,9 @@ struct training_entry<Model, void> {
     std::vector<std::size_t> given = y.extents();
     if (!y.floating() && given.size() == expected.size() + 1 && given.back() == 1) given.pop_back();
     if (given != expected) {
-      const auto text = [](const std::vector<std::size_t>& extents) {
-        std::string t = "(";
-        for (std::size_t i = 0; i < extents.size(); ++i) t += (i ? ", " : "") + std::to_string(extents[i]);
-        return t + (extents.size() == 1 ? ",)" : ")");
-      };
-      throw std::invalid_argument("RuntimeModel '" + mixprec::detail::quote_for_message(model.name()) + "': labels of shape " + text(y.extents()) + " (" +
+      throw std::invalid_argument("RuntimeModel '" + mixprec::detail::quote_for_message(model.name()) + "': labels of shape " + extents_text(y.extents()) + " (" +
                                   std::string(y.dtype()) + ") do not fit the output " +
-                                  text(with_batch(x.batch(), model.output_shape())) +
+                                  extents_text(with_batch(x.batch(), model.output_shape())) +
                                   (y.floating() ? ": floating targets need the output's shape."
                                                 : ": class ids come one per row."));
     }
