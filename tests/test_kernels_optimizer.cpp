@@ -66,17 +66,18 @@ float decayed_reference(float w, float wd, float lr) { return wd != 0.0f ? w - w
 
 template <class V>
 void sgd_reference(std::span<V> w, std::span<const V> g, std::span<V> velocity, const k::sgd_step& s) {
-  const float lr = s.learning_rate;
+  // The hyperparameters as float32 arithmetic reads them.
+  const float lr = s.learning_rate, wd = static_cast<float>(s.weight_decay), momentum = static_cast<float>(s.momentum);
   for (std::size_t i = 0; i < w.size(); ++i) {
-    const float w0 = decayed_reference(wide(w[i]), s.weight_decay, lr);
+    const float w0 = decayed_reference(wide(w[i]), wd, lr);
     const float gi = wide(g[i]);
     if (velocity.empty()) {
       w[i] = stored<V>(w0 - gi * lr);
       continue;
     }
-    velocity[i] = stored<V>(wide(velocity[i]) * s.momentum - gi * lr);
+    velocity[i] = stored<V>(wide(velocity[i]) * momentum - gi * lr);
     const float v = wide(velocity[i]);  // read back as stored
-    w[i] = stored<V>(w0 + (s.nesterov ? v * s.momentum - gi * lr : v));
+    w[i] = stored<V>(w0 + (s.nesterov ? v * momentum - gi * lr : v));
   }
 }
 
@@ -93,8 +94,9 @@ void adam_reference(std::span<V> w, std::span<const V> g, std::span<V> m, std::s
                       (1.0f - power_reference(s.beta_1, s.iteration));
   const auto one_minus_beta_1 = static_cast<float>(1.0 - s.beta_1);  // Python's 1 - beta, then float32
   const auto one_minus_beta_2 = static_cast<float>(1.0 - s.beta_2);
+  const float wd = static_cast<float>(s.weight_decay), epsilon = static_cast<float>(s.epsilon);
   for (std::size_t i = 0; i < w.size(); ++i) {
-    const float w0 = decayed_reference(wide(w[i]), s.weight_decay, s.learning_rate);
+    const float w0 = decayed_reference(wide(w[i]), wd, s.learning_rate);
     const float gi = wide(g[i]);
     m[i] = stored<V>(wide(m[i]) + (gi - wide(m[i])) * one_minus_beta_1);
     v[i] = stored<V>(wide(v[i]) + (gi * gi - wide(v[i])) * one_minus_beta_2);
@@ -104,7 +106,7 @@ void adam_reference(std::span<V> w, std::span<const V> g, std::span<V> m, std::s
       v_hat[i] = stored<V>(std::isnan(second_moment) || second_moment > held ? second_moment : held);
       second_moment = wide(v_hat[i]);
     }
-    w[i] = stored<V>(w0 - (wide(m[i]) * alpha) / (std::sqrt(second_moment) + s.epsilon));
+    w[i] = stored<V>(w0 - (wide(m[i]) * alpha) / (std::sqrt(second_moment) + epsilon));
   }
 }
 
@@ -161,11 +163,11 @@ state<V> random_state(std::size_t n, std::size_t offset, std::uint32_t seed, boo
 
 const std::vector<k::sgd_step> sgd_cases{
     {.learning_rate = 0.01f},
-    {.learning_rate = 0.1f, .momentum = 0.9f},
-    {.learning_rate = 0.1f, .momentum = 0.9f, .nesterov = true},
-    {.learning_rate = 0.05f, .momentum = 0.5f, .nesterov = true, .weight_decay = 0.01f},
-    {.learning_rate = 0.01f, .weight_decay = 0.004f},
-    {.learning_rate = 0.3f, .momentum = 1.0f, .weight_decay = -0.1f},
+    {.learning_rate = 0.1f, .momentum = 0.9},
+    {.learning_rate = 0.1f, .momentum = 0.9, .nesterov = true},
+    {.learning_rate = 0.05f, .momentum = 0.5, .nesterov = true, .weight_decay = 0.01},
+    {.learning_rate = 0.01f, .weight_decay = 0.004},
+    {.learning_rate = 0.3f, .momentum = 1.0, .weight_decay = -0.1},
 };
 
 struct adam_case {
@@ -176,10 +178,10 @@ struct adam_case {
 const std::vector<adam_case> adam_cases{
     {{}, false},
     {{.iteration = 5}, true},
-    {{.learning_rate = 0.002f, .iteration = 100, .weight_decay = 0.004f}, false},  // AdamW
-    {{.learning_rate = 0.1f, .beta_1 = 0.0, .beta_2 = 0.5, .epsilon = 0.0f, .iteration = 2}, false},
-    {{.learning_rate = 0.01f, .beta_1 = 0.8, .beta_2 = 0.99, .epsilon = 1e-3f, .iteration = 1000000,
-      .weight_decay = 0.1f},
+    {{.learning_rate = 0.002f, .iteration = 100, .weight_decay = 0.004}, false},  // AdamW
+    {{.learning_rate = 0.1f, .beta_1 = 0.0, .beta_2 = 0.5, .epsilon = 0.0, .iteration = 2}, false},
+    {{.learning_rate = 0.01f, .beta_1 = 0.8, .beta_2 = 0.99, .epsilon = 1e-3, .iteration = 1000000,
+      .weight_decay = 0.1},
      true},
 };
 
@@ -447,7 +449,7 @@ TEST_CASE("hand-computed steps") {
     //            v = -0.095, w = 0.905 + (0.9 (-0.095) - 0.05) = 0.7695
     for (bool nesterov : {false, true}) {
       std::vector<float> weight{1.0f}, velocity{0.0f};
-      const k::sgd_step step{.learning_rate = 0.1f, .momentum = 0.9f, .nesterov = nesterov};
+      const k::sgd_step step{.learning_rate = 0.1f, .momentum = 0.9, .nesterov = nesterov};
       k::sgd_update<float>(weight, g, velocity, step);
       CHECK(velocity[0] == doctest::Approx(-0.05).epsilon(1e-7));
       CHECK(weight[0] == doctest::Approx(nesterov ? 0.905 : 0.95).epsilon(1e-7));
@@ -463,10 +465,10 @@ TEST_CASE("hand-computed steps") {
     // Weight decay comes first: w = 1, wd 0.1, lr 0.1: 1 - 1 * 0.1 * 0.1 = 0.99, then
     // 0.99 - 0.5 * 0.1 = 0.94 (decaying after the gradient step would give 0.95 * 0.99 = 0.9405).
     std::vector<float> decayed{1.0f};
-    k::sgd_update<float>(decayed, g, {}, {.learning_rate = 0.1f, .weight_decay = 0.1f});
+    k::sgd_update<float>(decayed, g, {}, {.learning_rate = 0.1f, .weight_decay = 0.1});
     CHECK(decayed[0] == doctest::Approx(0.94).epsilon(1e-7));
     std::vector<float> adamw{1.0f}, m_w{0.0f}, v_w{0.0f};
-    k::adam_update<float>(adamw, g, m_w, v_w, {}, {.learning_rate = 0.001f, .weight_decay = 0.004f});
+    k::adam_update<float>(adamw, g, m_w, v_w, {}, {.learning_rate = 0.001f, .weight_decay = 0.004});
     // 1 - 1 * 0.004 * 0.001 = 0.999996, then - 9.9999368e-4 as in Adam's first step above.
     CHECK(adamw[0] == doctest::Approx(0.999996 - 9.9999368e-4).epsilon(1e-7));
   });
@@ -576,28 +578,29 @@ TEST_CASE("clip_by_value and scale") {
   });
 }
 
-TEST_CASE("double variables run the same rules in double") {
+TEST_CASE("double variables run the same rules in double, on the hyperparameters as given") {
   std::mt19937 rng(9);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> w(50), g(50), m(50), v(50), v_hat(50, 0.0), velocity(50);
   for (auto* x : {&w, &g, &m, &velocity}) std::generate(x->begin(), x->end(), [&] { return normal(rng); });
   std::generate(v.begin(), v.end(), [&] { return std::fabs(normal(rng)) * 0.01; });
 
-  const k::sgd_step sgd{.learning_rate = 0.1f, .momentum = 0.9f, .nesterov = true, .weight_decay = 0.01f};
+  // The learning rate is a float (Keras' float32 variable); momentum and weight decay stay double.
+  const k::sgd_step sgd{.learning_rate = 0.1f, .momentum = 0.9, .nesterov = true, .weight_decay = 0.01};
   auto sw = w, sv = velocity;
   k::sgd_update<double>(sw, g, sv, sgd);
-  const double lr = 0.1f, momentum = 0.9f, wd = 0.01f;
+  const double lr = 0.1f, momentum = 0.9, wd = 0.01;
   for (std::size_t i = 0; i < w.size(); ++i) {
     const double vi = velocity[i] * momentum - g[i] * lr;
     CHECK(sv[i] == vi);
     CHECK(sw[i] == (w[i] - w[i] * wd * lr) + (vi * momentum - g[i] * lr));
   }
 
-  // Adam (AMSGrad from v_hat = 0): t = 4; lr and epsilon are the float values, widened.
+  // Adam (AMSGrad from v_hat = 0): t = 4; lr is the float value, widened; epsilon Keras' 1e-7.
   const k::adam_step adam{.learning_rate = 0.01f, .beta_1 = 0.8, .beta_2 = 0.99, .iteration = 3};
   auto aw = w, am = m, av = v, ah = v_hat;
   k::adam_update<double>(aw, g, am, av, ah, adam);
-  const double adam_lr = 0.01f, epsilon = 1e-7f;
+  const double adam_lr = 0.01f, epsilon = 1e-7;
   const double alpha = adam_lr * std::sqrt(1 - std::pow(0.99, 4.0)) / (1 - std::pow(0.8, 4.0));
   for (std::size_t i = 0; i < w.size(); ++i) {
     const double mi = m[i] + (g[i] - m[i]) * (1 - 0.8);
@@ -609,12 +612,18 @@ TEST_CASE("double variables run the same rules in double") {
   }
 
   std::vector<double> clipped{-2.0, 0.5, std::numeric_limits<double>::quiet_NaN()};
-  k::clip_by_value<double>(clipped, 1.0f);
-  CHECK(clipped[0] == -1.0);
-  CHECK(clipped[1] == 0.5);
+  k::clip_by_value<double>(clipped, 0.1);  // 0.1 itself, not float32's 0.100000001
+  CHECK(clipped[0] == -0.1);
+  CHECK(clipped[1] == 0.1);
   CHECK(std::isnan(clipped[2]));
-  k::scale<double>(clipped, 3.0f, 2.0f);
-  CHECK(clipped[0] == -1.5);
+  k::scale<double>(clipped, 3.0, 0.7);
+  CHECK(clipped[0] == -0.1 * 3.0 / 0.7);
+  // A float variable reads the same values rounded to float32.
+  std::vector<float> f{-2.0f, 1.0f};
+  k::clip_by_value<float>(f, 0.1);
+  CHECK(f[0] == -0.1f);
+  k::scale<float>(f, 3.0, 0.7);
+  CHECK(f[1] == 0.1f * 3.0f / 0.7f);
 }
 
 TEST_CASE("sgd_update rejects bad arguments and leaves the state as it was") {
@@ -625,24 +634,26 @@ TEST_CASE("sgd_update rejects bad arguments and leaves the state as it was") {
   const auto call = [&](std::span<float> ww, std::span<const float> gg, std::span<float> vv, k::sgd_step step) {
     return [=] { k::sgd_update<float>(ww, gg, vv, step); };
   };
-  const k::sgd_step good{.learning_rate = 0.1f, .momentum = 0.9f};
-  check_rejected(s, call(w, g, velocity, {.learning_rate = inf, .momentum = 0.9f}),
+  const k::sgd_step good{.learning_rate = 0.1f, .momentum = 0.9};
+  check_rejected(s, call(w, g, velocity, {.learning_rate = inf, .momentum = 0.9}),
                  "sgd_update: the learning rate must be finite; got inf.");
-  check_rejected(s, call(w, g, velocity, {.learning_rate = qnan, .momentum = 0.9f}),
+  check_rejected(s, call(w, g, velocity, {.learning_rate = qnan, .momentum = 0.9}),
                  "sgd_update: the learning rate must be finite; got nan.");
-  check_rejected(s, call(w, g, velocity, {.momentum = 1.5f}),
+  check_rejected(s, call(w, g, velocity, {.momentum = 1.5}),
                  "sgd_update: `momentum` must be a float between [0, 1]. Got 1.5.");
-  check_rejected(s, call(w, g, velocity, {.momentum = -0.1f}),
+  check_rejected(s, call(w, g, velocity, {.momentum = -0.1}),
                  "sgd_update: `momentum` must be a float between [0, 1]. Got -0.1.");
   check_rejected(s, call(w, g, velocity, {.momentum = qnan}),
                  "sgd_update: `momentum` must be a float between [0, 1]. Got nan.");
-  check_rejected(s, call(w, g, velocity, {.momentum = 0.9f, .weight_decay = -inf}),
-                 "sgd_update: weight_decay must be finite; got -inf.");
+  check_rejected(s, call(w, g, velocity, {.momentum = 0.9, .weight_decay = -inf}),
+                 "sgd_update: weight_decay must be finite in float32; got -inf.");
+  check_rejected(s, call(w, g, velocity, {.momentum = 0.9, .weight_decay = 1e39}),
+                 "sgd_update: weight_decay must be finite in float32; got 1e+39.");
   check_rejected(s, call(w, g.first(7), velocity, good), "sgd_update: g has 7 elements but w has 8; they must match.");
   check_rejected(s, call(w, g, velocity.first(5), good),
                  "sgd_update: velocity has 5 elements but w has 8; they must match.");
-  check_rejected(s, call(w, g, velocity, {.learning_rate = 0.1f}),
-                 "sgd_update: with momentum 0 there is no velocity, but it has 8 elements; pass an empty span.");
+  check_rejected(s, call(w, g, {}, good),
+                 "sgd_update: momentum 0.9 needs a velocity as large as w (8 elements); it is empty.");
   check_rejected(s, call(w, std::span<const float>(w), velocity, good),
                  "sgd_update: w and g overlap; they must lie apart.");
   check_rejected(s, call(w.first(4), g.first(4), w.subspan(3, 4), good),
@@ -651,6 +662,21 @@ TEST_CASE("sgd_update rejects bad arguments and leaves the state as it was") {
                  "sgd_update: g and velocity overlap; they must lie apart.");
   // Adjacent spans do not overlap; and the good step goes through.
   k::sgd_update<float>(w.first(4), g.first(4), w.subspan(4, 4), good);
+}
+
+TEST_CASE("sgd_update with a velocity and momentum 0 updates it as Keras does (v = v * 0 - g * lr)") {
+  // Keras keeps a momentum slot whenever momentum != 0 as given; one that rounds to 0 in float32
+  // (1e-46) then updates the slot with a zero momentum: the same w as without momentum.
+  for (const double momentum : {0.0, 1e-46}) {
+    std::vector<float> w{1.0f, -2.0f, 0.5f}, plain = w, velocity{3.0f, -1.0f, 0.25f};
+    const std::vector<float> g{0.5f, 0.25f, -4.0f}, before = velocity;
+    k::sgd_update<float>(w, g, velocity, {.learning_rate = 0.1f, .momentum = momentum});
+    k::sgd_update<float>(plain, g, {}, {.learning_rate = 0.1f});
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      CHECK(velocity[i] == before[i] * 0.0f - g[i] * 0.1f);
+      CHECK(w[i] == plain[i]);
+    }
+  }
 }
 
 TEST_CASE("adam_update rejects bad arguments and leaves the state as it was") {
@@ -671,7 +697,7 @@ TEST_CASE("adam_update rejects bad arguments and leaves the state as it was") {
   check_rejected(s, call(w, g, m, v, v_hat, {.beta_2 = std::nan("")}), "adam_update: beta_2 must be in [0, 1); got nan.");
   check_rejected(s, call(w, g, m, v, v_hat, {.beta_2 = 0.99999999}),
                  "adam_update: beta_2 = 0.99999999 rounds to 1 in float32, which float32 arithmetic needs below 1.");
-  check_rejected(s, call(w, g, m, v, v_hat, {.epsilon = -1e-7f}),
+  check_rejected(s, call(w, g, m, v, v_hat, {.epsilon = -1e-7}),
                  "adam_update: epsilon must be finite and >= 0; got -1e-07.");
   check_rejected(s, call(w, g, m, v, v_hat, {.epsilon = inf}), "adam_update: epsilon must be finite and >= 0; got inf.");
   check_rejected(s, call(w, g, m, v, v_hat, {.iteration = -1}),
@@ -679,7 +705,7 @@ TEST_CASE("adam_update rejects bad arguments and leaves the state as it was") {
   check_rejected(s, call(w, g, m, v, v_hat, {.iteration = std::numeric_limits<std::int64_t>::max()}),
                  "adam_update: iteration (the steps taken before this one) must be in [0, 2^63 - 1); got "
                  "9223372036854775807.");
-  check_rejected(s, call(w, g, m, v, v_hat, {.weight_decay = qnan}), "adam_update: weight_decay must be finite; got nan.");
+  check_rejected(s, call(w, g, m, v, v_hat, {.weight_decay = qnan}), "adam_update: weight_decay must be finite in float32; got nan.");
   check_rejected(s, call(w, g.first(1), m, v, v_hat, {}), "adam_update: g has 1 elements but w has 8; they must match.");
   check_rejected(s, call(w, g, m.first(0), v, v_hat, {}), "adam_update: m has 0 elements but w has 8; they must match.");
   check_rejected(s, call(w, g, m, v.first(7), v_hat, {}), "adam_update: v has 7 elements but w has 8; they must match.");
@@ -705,7 +731,7 @@ TEST_CASE("clip_by_value rejects a negative or NaN clip") {
 }
 
 TEST_CASE("the optimizer kernels deduce the variable's dtype from containers") {
-  const kernels::sgd_step sgd{.learning_rate = 0.5f, .momentum = 0.5f};
+  const kernels::sgd_step sgd{.learning_rate = 0.5f, .momentum = 0.5};
   std::vector<bfloat16> w{bfloat16(1.0f), bfloat16(2.0f)}, velocity(2);
   const std::vector<bfloat16> g{bfloat16(1.0f), bfloat16(-1.0f)};
   std::vector<bfloat16> w_named = w, velocity_named = velocity;

@@ -313,6 +313,43 @@ TEST_CASE("LossScaleOptimizer: skipped steps at the minimum scale end in a clear
   CHECK(patient.skipped_steps() == 50);
 }
 
+TEST_CASE("LossScaleOptimizer: gradients the inner optimizer would reject are rejected before unscaling, finite or not") {
+  {
+    optimizers::LossScaleOptimizer opt(optimizers::SGD(0.1), 4.0);
+    std::vector<float> w{1, 2};
+    CHECK_THROWS_WITH_AS(opt.apply({optimizers::gradient_and_variable_of<float>{w, w}}),
+                         doctest::Contains("its gradient and the variable overlap"), std::invalid_argument);
+    CHECK(w == std::vector<float>{1, 2});  // not unscaled through the aliased gradient
+    CHECK(opt.attempted_steps() == 0);
+  }
+  optimizers::LossScaleOptimizer opt(optimizers::SGD(0.1), 4.0);
+  variable w{{1.0f}, {4.0f}};
+  opt.apply({w.pair()});
+  variable a{{1.0f}, {std::numeric_limits<float>::quiet_NaN()}}, b{{1.0f}, {1.0f}};
+  // A non-finite step with a variable more than the optimizer was built for: rejected, not skipped.
+  CHECK_THROWS_WITH_AS(opt.apply({a.pair(), b.pair()}), doctest::Contains("received 2 variables, but the optimizer was built for 1"),
+                       std::invalid_argument);
+  CHECK(opt.dynamic_scale() == 4.0f);
+  CHECK(opt.attempted_steps() == 1);
+  CHECK(b.gradient == std::vector<float>{1.0f});
+  // No variables: nothing to do, nothing counted.
+  CHECK(opt.apply(std::span<const optimizers::gradient_and_variable>{}));
+  CHECK(opt.attempted_steps() == 1);
+}
+
+TEST_CASE("LossScaleOptimizer over an inner optimizer that has stepped counts its steps as attempted") {
+  optimizers::Adam adam(0.1);
+  variable w{{1.0f}, {1.0f}};
+  adam.apply({w.pair()});
+  optimizers::LossScaleOptimizer opt(adam);
+  CHECK(opt.iterations() == 1);
+  CHECK(opt.attempted_steps() == 1);
+  CHECK(opt.skipped_steps() == 0);
+  optimizers::LossScaleOptimizer restored(adam);
+  restored.restore_state(nlohmann::json(opt.state()));  // its own state loads back
+  CHECK(restored.attempted_steps() == 1);
+}
+
 TEST_CASE("LossScaleOptimizer: config round trip, state, and its errors") {
   const optimizers::LossScaleOptimizer opt(optimizers::Adam(1e-3), 1024.0, 100);
   const auto config = opt.get_config();

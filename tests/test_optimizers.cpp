@@ -3,7 +3,11 @@
 // every error leaving variables, slots and iterations as they were.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <numbers>
 #include <vector>
 
@@ -187,6 +191,77 @@ TEST_CASE("a rejected apply() leaves variables, slots and iterations untouched")
   CHECK(huge.iterations() == 0);
 }
 
+TEST_CASE("an apply() with no variables (every layer frozen) is a no-op, as in Keras") {
+  optimizers::Adam adam(schedules::ExponentialDecay(0.1, 1, 0.5));
+  adam.apply(std::span<const gradient_and_variable>{});
+  CHECK(adam.iterations() == 0);
+  CHECK(adam.current_learning_rate() == 0.1f);  // the schedule did not advance
+  std::vector<float> w{1}, g{1};
+  adam.apply({pair_of(g, w)});  // not built for 0 variables: builds now
+  CHECK(adam.iterations() == 1);
+  adam.apply(std::span<const gradient_and_variable>{});  // and once built, still a no-op
+  CHECK(adam.iterations() == 1);
+}
+
+TEST_CASE("float64 variables read the hyperparameters in double; float32 ones rounded to float") {
+  // Keras casts its Python-float hyperparameters to the variable's dtype.
+  std::vector<double> w{0.0}, g;
+  optimizers::SGD sgd(0.5, 0.9);
+  for (int i = 0; i < 2; ++i) {
+    g = {1.0};
+    sgd.apply({pair_of(g, w)});
+  }
+  CHECK(w[0] == -0.5 + (0.9 * -0.5 - 0.5));  // v = -0.5, then 0.9 v - 0.5 (lr 0.5 is exact in float32)
+  std::vector<double> decayed{1.0}, zero{0.0};
+  optimizers::SGD decay(0.5, 0.0, false, {.weight_decay = 0.1});
+  decay.apply({pair_of(zero, decayed)});
+  CHECK(decayed[0] == 1.0 - 1.0 * 0.1 * 0.5);
+  std::vector<double> clipped{0.0, 0.0}, ones{1.0, 1.0};
+  optimizers::SGD clip(1.0, 0.0, false, {.clipnorm = 1.0});
+  clip.apply({pair_of(ones, clipped)});
+  CHECK(clipped[0] == -1.0 / std::sqrt(2.0));  // the norm in double
+  std::vector<double> global{0.0, 0.0}, threes{3.0, 4.0};
+  optimizers::SGD global_clip(1.0, 0.0, false, {.global_clipnorm = 0.1});
+  global_clip.apply({pair_of(threes, global)});
+  CHECK(global[0] == -(3.0 * (0.1 * std::min(1.0 / 5.0, 1.0 / 0.1))));
+  std::vector<double> adam_w{1.0}, adam_g{0.5};
+  optimizers::Adam adam(0.25, 0.9, 0.999, 0.3);  // epsilon 0.3, not float32's 0.300000012
+  adam.apply({pair_of(adam_g, adam_w)});
+  const double alpha = 0.25 * std::sqrt(1.0 - 0.999) / (1.0 - 0.9);
+  const double m = 0.5 * (1.0 - 0.9), v = 0.25 * (1.0 - 0.999);
+  CHECK(adam_w[0] == 1.0 - (m * alpha) / (std::sqrt(v) + 0.3));
+
+  // The same settings on a float32 variable: rounded to float, as before.
+  std::vector<float> wf{0.0f}, gf;
+  optimizers::SGD sgd_f(0.5, 0.9);
+  for (int i = 0; i < 2; ++i) {
+    gf = {1.0f};
+    sgd_f.apply({pair_of(gf, wf)});
+  }
+  CHECK(wf[0] == -0.5f + (0.9f * -0.5f - 0.5f));
+}
+
+TEST_CASE("SGD: a momentum that rounds to 0 in float32 keeps its slot and steps as Keras does") {
+  optimizers::SGD sgd(0.1, 1e-46);  // != 0, so Keras builds the slot; float32 reads 0
+  CHECK(sgd.slot_names() == std::vector<std::string_view>{"momentum"});
+  std::vector<float> w{1}, g{1};
+  sgd.apply({pair_of(g, w)});
+  sgd.apply({pair_of(g, w)});
+  CHECK(w[0] == (1.0f - 0.1f) - 0.1f);
+  CHECK(sgd.slot<float>(0, "momentum")[0] == -0.1f);
+  CHECK(sgd.iterations() == 2);
+}
+
+TEST_CASE("AdamW: the weight decay is the argument or the option's, never silently one of two") {
+  CHECK(*optimizers::AdamW().settings().weight_decay == 0.004);
+  CHECK(*optimizers::AdamW(1e-3, 0.01).settings().weight_decay == 0.01);
+  CHECK(*optimizers::AdamW(1e-3, std::nullopt, 0.9, 0.999, 1e-7, false, {.weight_decay = 0.1}).settings().weight_decay == 0.1);
+  CHECK(*optimizers::AdamW(1e-3, 0.1, 0.9, 0.999, 1e-7, false, {.weight_decay = 0.1}).settings().weight_decay == 0.1);
+  CHECK_THROWS_WITH_AS(optimizers::AdamW(1e-3, 0.01, 0.9, 0.999, 1e-7, false, {.weight_decay = 0.1}),
+                       "AdamW: `weight_decay` is given twice, as 0.01 and as settings.weight_decay=0.1; give it once.",
+                       std::invalid_argument);
+}
+
 TEST_CASE("constructor errors use Keras' phrases") {
   CHECK_THROWS_WITH_AS(optimizers::SGD(0.1, 1.5), "`momentum` must be a float between [0, 1]. Received: momentum=1.5",
                        std::invalid_argument);
@@ -202,6 +277,9 @@ TEST_CASE("constructor errors use Keras' phrases") {
   CHECK_THROWS_WITH_AS(optimizers::SGD(0.1, 0.0, false, {.weight_decay = -1.0}), doctest::Contains("`weight_decay` must be"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(optimizers::SGD(0.1, 0.0, false, {.loss_scale_factor = 0.0}),
+                       doctest::Contains("`loss_scale_factor` must be a finite number > 0"), std::invalid_argument);
+  // 1e-50 is 0 in float32, where the gradients are divided by it.
+  CHECK_THROWS_WITH_AS(optimizers::SGD(0.1, 0.0, false, {.loss_scale_factor = 1e-50}),
                        doctest::Contains("`loss_scale_factor` must be a finite number > 0"), std::invalid_argument);
 }
 

@@ -252,6 +252,18 @@ TEST_CASE("frozen layers and trainable_weights") {
   RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
   CHECK(!runtime.layer(0).trainable());
   CHECK(runtime.trainable_weights().size() == 2);
+
+  // Every layer frozen: a step trains nothing, and (as in Keras) does not count as an update:
+  // iterations and the schedule stay; unfrozen again, the optimizer builds for the weights.
+  Sequential<policies::float32, Input<4>, Dense<2>> frozen;
+  frozen.compile(optimizers::SGD(schedules::ExponentialDecay(0.1, 1, 0.5)), losses::MeanSquaredError());
+  frozen.layer<0>().set_trainable(false);
+  const auto y = tensor_of<float, dynamic, 2>({1, 0, 0, 1});
+  frozen.train_on_batch(x, y);
+  CHECK(frozen.optimizer().iterations() == 0);
+  frozen.layer<0>().set_trainable(true);
+  frozen.train_on_batch(x, y);
+  CHECK(frozen.optimizer().iterations() == 1);
 }
 
 TEST_CASE("dtypes: float32 gradients and slots under mixed policies, float16 under float16") {

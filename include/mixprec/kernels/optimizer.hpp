@@ -15,8 +15,8 @@
 // as Keras reads a slot variable after assigning it; the weight-decayed w is not stored
 // separately, so it stays in float until the update. For float variables the results equal
 // Keras' float32 arithmetic bit for bit, on every target alike, and every NaN stored is the
-// canonical quiet NaN. double runs the same formulas in double, on the hyperparameters
-// converted to double.
+// canonical quiet NaN. double runs the same formulas in double, on the hyperparameters as
+// given (sgd_step and adam_step hold them in double; float32 arithmetic rounds them to float).
 //
 // The rules (lr = learning_rate, wd = weight_decay, t = iteration + 1), in evaluation order:
 //   weight decay, first, if wd != 0:  w = w - (w * wd) * lr      (Keras' `w - w * wd * lr`)
@@ -103,17 +103,32 @@ inline void check_apart(const char* what, std::initializer_list<named_bytes> spa
       mixprec::detail::check_disjoint(a->bytes, b->bytes, what, a->name, b->name);
 }
 
-inline void check_sgd_step(const sgd_step& step) {
-  check_finite(step.learning_rate, "sgd_update", "the learning rate");
-  if (!(step.momentum >= 0.0f && step.momentum <= 1.0f))
-    throw std::invalid_argument("sgd_update: `momentum` must be a float between [0, 1]. Got " +
-                                mixprec::detail::number_text(step.momentum) + ".");
-  check_finite(step.weight_decay, "sgd_update", "weight_decay");
-}
-
 /// Whether V computes in float32 (the kernel dtypes) rather than double.
 template <class V>
 constexpr bool float32_arithmetic = !std::is_same_v<V, double>;
+
+/// A hyperparameter as V's arithmetic reads it: rounded to float for float32 arithmetic.
+template <class V>
+double as_read(double value) {
+  return float32_arithmetic<V> ? static_cast<double>(static_cast<float>(value)) : value;
+}
+/// The value must be finite as V's arithmetic reads it (1e39 is infinite in float32).
+template <class V>
+void check_finite_as_read(double value, const char* what, const char* name) {
+  if (!std::isfinite(as_read<V>(value)))
+    throw std::invalid_argument(std::string(what) + ": " + name + " must be finite" +
+                                (float32_arithmetic<V> ? " in float32" : "") + "; got " +
+                                mixprec::detail::number_text(value) + ".");
+}
+
+template <class V>
+void check_sgd_step(const sgd_step& step) {
+  check_finite(step.learning_rate, "sgd_update", "the learning rate");
+  if (!(step.momentum >= 0.0 && step.momentum <= 1.0))
+    throw std::invalid_argument("sgd_update: `momentum` must be a float between [0, 1]. Got " +
+                                mixprec::detail::number_text(step.momentum) + ".");
+  check_finite_as_read<V>(step.weight_decay, "sgd_update", "weight_decay");
+}
 
 template <class V>
 void check_beta(double beta, const char* name) {
@@ -131,12 +146,12 @@ void check_adam_step(const adam_step& step) {
   check_finite(step.learning_rate, "adam_update", "the learning rate");
   check_beta<V>(step.beta_1, "beta_1");
   check_beta<V>(step.beta_2, "beta_2");
-  if (!(step.epsilon >= 0.0f && std::isfinite(step.epsilon)))
+  if (!(step.epsilon >= 0.0 && std::isfinite(as_read<V>(step.epsilon))))
     throw std::invalid_argument("adam_update: epsilon must be finite and >= 0; got " + mixprec::detail::number_text(step.epsilon) + ".");
   if (step.iteration < 0 || step.iteration == std::numeric_limits<std::int64_t>::max())
     throw std::invalid_argument("adam_update: iteration (the steps taken before this one) must be in [0, 2^63 - 1); got " +
                                 mixprec::detail::number_text(step.iteration) + ".");
-  check_finite(step.weight_decay, "adam_update", "weight_decay");
+  check_finite_as_read<V>(step.weight_decay, "adam_update", "weight_decay");
 }
 
 /// Adam's per-step scalars in float32 arithmetic, as described at the top of this file.
@@ -149,11 +164,11 @@ inline adam_scalars float32_adam_scalars(const adam_step& step) {
   const float beta_2_power = power(step.beta_2);
   const float alpha = step.learning_rate * std::sqrt(1.0f - beta_2_power) / (1.0f - beta_1_power);
   return {step.learning_rate,
-          step.weight_decay,
+          static_cast<float>(step.weight_decay),
           alpha,
           static_cast<float>(1.0 - step.beta_1),
           static_cast<float>(1.0 - step.beta_2),
-          step.epsilon};
+          static_cast<float>(step.epsilon)};
 }
 
 /// AMSGrad's max: NaN in either gives NaN; of equal values v_hat stays (as in the kernels).
@@ -162,20 +177,22 @@ inline double amsgrad_max(double v_hat, double v) { return std::isnan(v) || v > 
 }  // namespace detail
 
 /// One step of Keras' SGD on the variable w with gradient g (the rules above). velocity is the
-/// momentum slot: empty when step.momentum == 0, as large as w otherwise. Throws
-/// std::invalid_argument, before writing anything, if the learning rate or weight decay is not
-/// finite, momentum is outside [0, 1], a size differs, or two spans overlap.
+/// momentum slot, as large as w; it may be empty only when step.momentum is 0 (then w = w - g *
+/// lr). A velocity with momentum 0 is updated as Keras does with a momentum that rounds to 0 in
+/// the variable's dtype (velocity = velocity * 0 - g * lr). Throws std::invalid_argument, before
+/// writing anything, if the learning rate or weight decay is not finite, momentum is outside
+/// [0, 1], a size differs, or two spans overlap.
 template <class V>
   requires ComputeDType<V>
 void sgd_update(std::span<V> w, std::span<const V> g, std::span<V> velocity, const sgd_step& step) {
-  detail::check_sgd_step(step);
+  detail::check_sgd_step<V>(step);
   const std::size_t n = w.size();
   detail::check_size_matches(g.size(), n, "sgd_update", "g");
-  if (step.momentum == 0.0f) {
-    if (!velocity.empty())
-      throw std::invalid_argument("sgd_update: with momentum 0 there is no velocity, but it has " +
-                                  std::to_string(velocity.size()) + " elements; pass an empty span.");
-  } else {
+  if (velocity.empty() && step.momentum != 0.0) {
+    if (n != 0)
+      throw std::invalid_argument("sgd_update: momentum " + mixprec::detail::number_text(step.momentum) +
+                                  " needs a velocity as large as w (" + std::to_string(n) + " elements); it is empty.");
+  } else if (!velocity.empty()) {
     detail::check_size_matches(velocity.size(), n, "sgd_update", "velocity");
   }
   detail::check_apart("sgd_update", {{std::as_bytes(w), "w"}, {std::as_bytes(g), "g"}, {std::as_bytes(velocity), "velocity"}});
@@ -245,30 +262,31 @@ void adam_update(std::span<V> w, std::span<const V> g, std::span<V> m, std::span
 }
 
 /// Keras' clipvalue: g = clamp(g, -clip, clip) in place, rounded once to V (a clamped element
-/// becomes V(clip)). NaN stays NaN (the canonical quiet NaN), -0 stays -0, clip = inf changes
-/// nothing else. Throws std::invalid_argument if clip is negative or NaN.
+/// becomes V(clip), clip read as V's arithmetic reads it: rounded to float but for double). NaN
+/// stays NaN (the canonical quiet NaN), -0 stays -0, clip = inf changes nothing else. Throws
+/// std::invalid_argument if clip is negative or NaN.
 template <class V>
   requires ComputeDType<V>
-void clip_by_value(std::span<V> g, float clip) {
-  if (!(clip >= 0.0f))
+void clip_by_value(std::span<V> g, double clip) {
+  if (!(clip >= 0.0))
     throw std::invalid_argument("clip_by_value: clip must be >= 0; got " + mixprec::detail::number_text(clip) + ".");
   if constexpr (detail::has_optimizer_kernel<V>) {
-    detail::clip_by_value(g.data(), g.size(), clip);
+    detail::clip_by_value(g.data(), g.size(), static_cast<float>(clip));
   } else {
-    const double upper = clip;
-    for (double& x : g) x = x > upper ? upper : (x < -upper ? -upper : x);
+    for (double& x : g) x = x > clip ? clip : (x < -clip ? -clip : x);
   }
 }
 
-/// g = (g * multiplier) / divisor in place, computed in float32 and rounded once to V. Keras'
-/// clipnorm is scale(g, clipnorm, max(norm, clipnorm)) with norm = sqrt(dot(g, g)) (see
-/// reduce.hpp). Any values are accepted: a NaN or infinite factor gives NaN or infinite
-/// gradients, as Keras' clipping does for a gradient whose norm is not finite.
+/// g = (g * multiplier) / divisor in place, computed in float32 (the factors rounded to float;
+/// double in double) and rounded once to V. Keras' clipnorm is scale(g, clipnorm, max(norm,
+/// clipnorm)) with norm = sqrt(dot(g, g)) (see reduce.hpp). Any values are accepted: a NaN or
+/// infinite factor gives NaN or infinite gradients, as Keras' clipping does for a gradient whose
+/// norm is not finite.
 template <class V>
   requires ComputeDType<V>
-void scale(std::span<V> g, float multiplier, float divisor) {
+void scale(std::span<V> g, double multiplier, double divisor) {
   if constexpr (detail::has_optimizer_kernel<V>) {
-    detail::scale(g.data(), g.size(), multiplier, divisor);
+    detail::scale(g.data(), g.size(), static_cast<float>(multiplier), static_cast<float>(divisor));
   } else {
     for (double& x : g) x = x * multiplier / divisor;
   }
@@ -279,8 +297,8 @@ void scale(std::span<V> g, float multiplier, float divisor) {
 /// finite), the norm taken over all the gradients.
 template <class V>
   requires ComputeDType<V>
-void scale(std::span<V> g, float factor) {
-  scale(g, factor, 1.0f);  // dividing by 1 is exact
+void scale(std::span<V> g, double factor) {
+  scale(g, factor, 1.0);  // dividing by 1 is exact
 }
 
 /// The optimizer kernels on any contiguous ranges (std::vector, std::array, spans): V is the
@@ -300,17 +318,17 @@ void adam_update(W&& w, std::span<const detail::range_element_t<W>> g, std::span
 }
 template <detail::output_range G>
   requires ComputeDType<detail::range_element_t<G>>
-void clip_by_value(G&& g, float clip) {
+void clip_by_value(G&& g, double clip) {
   kernels::clip_by_value(detail::output_span(std::forward<G>(g)), clip);
 }
 template <detail::output_range G>
   requires ComputeDType<detail::range_element_t<G>>
-void scale(G&& g, float multiplier, float divisor) {
+void scale(G&& g, double multiplier, double divisor) {
   kernels::scale(detail::output_span(std::forward<G>(g)), multiplier, divisor);
 }
 template <detail::output_range G>
   requires ComputeDType<detail::range_element_t<G>>
-void scale(G&& g, float factor) {
+void scale(G&& g, double factor) {
   kernels::scale(detail::output_span(std::forward<G>(g)), factor);
 }
 

@@ -104,7 +104,10 @@ class LossScaleOptimizer {
   /// With tf.keras 2.2's DynamicLossScale (its multiplier, its floor).
   LossScaleOptimizer(Optimizer inner, mixed_precision::experimental::DynamicLossScale scale,
                      std::int64_t max_skipped_steps_at_minimum = 20)
-      : inner_(std::move(inner)), scale_(std::move(scale)), max_skips_(max_skipped_steps_at_minimum) {
+      : inner_(std::move(inner)),
+        scale_(std::move(scale)),
+        max_skips_(max_skipped_steps_at_minimum),
+        attempted_(inner_.iterations()) {  // an inner optimizer that has stepped: its steps were attempted
     if (max_skipped_steps_at_minimum < 0)
       throw std::invalid_argument("LossScaleOptimizer: `max_skipped_steps_at_minimum` must be >= 0 (0: never stop). Received: " +
                                   std::to_string(max_skipped_steps_at_minimum));
@@ -132,8 +135,12 @@ class LossScaleOptimizer {
   std::int64_t consecutive_skipped_steps_at_minimum() const { return skips_at_minimum_; }
 
   /// One step with gradients of the SCALED loss (they are unscaled in place). Returns whether
-  /// the inner optimizer applied them (false: the step was skipped).
+  /// the inner optimizer applied them (false: the step was skipped). Pairs the inner optimizer
+  /// would reject are rejected before anything (the gradients included) is written, whether the
+  /// step would be applied or skipped; no pairs (every layer frozen) is a no-op, as in Keras.
   bool apply(std::span<const gradient_and_variable> pairs) {
+    if (pairs.empty()) return true;
+    inner_.check(pairs);
     const float inverse = 1.0f / scale_();
     bool finite = true;
     for (const auto& pair : pairs)
@@ -241,7 +248,7 @@ class LossScaleOptimizer {
   Optimizer inner_;
   mixed_precision::experimental::DynamicLossScale scale_;
   std::int64_t max_skips_;
-  std::int64_t attempted_ = 0;
+  std::int64_t attempted_;
   std::int64_t consecutive_skips_ = 0;
   std::int64_t skips_at_minimum_ = 0;
 };

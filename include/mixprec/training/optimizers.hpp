@@ -92,8 +92,10 @@ class Optimizer {
   }
 
   /// One update of every variable (see the top of this file). The variables must come in the
-  /// same order, sizes and dtypes at every call: the first call creates the slots for them.
+  /// same order, sizes and dtypes at every call: the first call creates the slots for them. No
+  /// variables (every layer frozen) is a no-op, as in Keras: iterations stay, nothing is built.
   void apply(std::span<const gradient_and_variable> pairs) {
+    if (pairs.empty()) return;
     check(pairs);
     const float lr = current_learning_rate();
     if (!std::isfinite(lr))
@@ -101,7 +103,7 @@ class Optimizer {
                                   std::to_string(iterations_) + " is " + text(lr) + " in float32; it must be finite.");
     if (!built()) build(pairs);
     unscale_and_clip(pairs);
-    const float weight_decay = static_cast<float>(options_.weight_decay.value_or(0.0));
+    const double weight_decay = options_.weight_decay.value_or(0.0);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       std::visit(
           [&](const auto& pair) {
@@ -111,7 +113,7 @@ class Optimizer {
               const std::span<V> velocity = momentum_ == 0.0 ? std::span<V>() : std::span<V>(slot<V>(slots, 0));
               kernels::sgd_update<V>(pair.variable, pair.gradient, velocity,
                                      {.learning_rate = lr,
-                                      .momentum = static_cast<float>(momentum_),
+                                      .momentum = momentum_,
                                       .nesterov = nesterov_,
                                       .weight_decay = weight_decay});
             } else {
@@ -120,7 +122,7 @@ class Optimizer {
                                       {.learning_rate = lr,
                                        .beta_1 = beta_1_,
                                        .beta_2 = beta_2_,
-                                       .epsilon = static_cast<float>(epsilon_),
+                                       .epsilon = epsilon_,
                                        .iteration = iterations_,
                                        .weight_decay = weight_decay});
             }
@@ -130,6 +132,33 @@ class Optimizer {
     ++iterations_;
   }
   void apply(std::initializer_list<gradient_and_variable> pairs) { apply(std::span<const gradient_and_variable>(pairs)); }
+
+  /// Throws std::invalid_argument as apply() would for these pairs (sizes, dtypes, overlaps, the
+  /// variables it was built for), writing nothing: a wrapper that works on the gradients first
+  /// (LossScaleOptimizer's unscaling) calls it before it does.
+  void check(std::span<const gradient_and_variable> pairs) const {
+    const std::string owner(class_name());
+    if (built() && pairs.size() != shapes_.size())
+      throw std::invalid_argument(owner + ": apply() received " + std::to_string(pairs.size()) +
+                                  " variables, but the optimizer was built for " + std::to_string(shapes_.size()) + ".");
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      std::visit(
+          [&](const auto& p) {
+            if (p.gradient.size() != p.variable.size())
+              throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " has " +
+                                          std::to_string(p.gradient.size()) + " values for a variable of " +
+                                          std::to_string(p.variable.size()) + ".");
+            mixprec::detail::check_disjoint(p.gradient, p.variable, (owner + ": variable " + std::to_string(i)).c_str(),
+                                            "its gradient", "the variable");
+          },
+          pairs[i]);
+      if (built() && dtype_and_size(pairs[i]) != shapes_[i])
+        throw std::invalid_argument(owner + ": variable " + std::to_string(i) + " is " +
+                                    std::string(dtype_and_size(pairs[i]).first) + " with " +
+                                    std::to_string(dtype_and_size(pairs[i]).second) + " values, but the optimizer was built for " +
+                                    std::string(shapes_[i].first) + " with " + std::to_string(shapes_[i].second) + ".");
+    }
+  }
 
   /// Keras' slot names: "momentum" (SGD with momentum; Adam's first moment), "velocity" and
   /// "velocity_hat" (Adam, the latter with amsgrad).
@@ -269,8 +298,9 @@ class Optimizer {
   static constexpr std::string_view default_names[] = {"SGD", "adam", "adamw"};
   using slot_buffer = std::variant<std::vector<float>, std::vector<bfloat16>, std::vector<float16>, std::vector<double>>;
 
+  /// Checked as float32 reads it (1e-50 is 0 there: the gradients would be divided by zero).
   void check_loss_scale_factor(double factor) const {
-    if (!(factor > 0.0 && std::isfinite(static_cast<float>(factor))))
+    if (!(static_cast<float>(factor) > 0.0f && std::isfinite(static_cast<float>(factor))))
       throw std::invalid_argument(std::string(class_name()) +
                                   ": `loss_scale_factor` must be a finite number > 0. Received: loss_scale_factor=" +
                                   text(factor));
@@ -294,31 +324,6 @@ class Optimizer {
           return std::pair<std::string_view, std::size_t>(dtype_name_v<V>, p.variable.size());
         },
         pair);
-  }
-
-  /// Everything apply() could reject, before anything is written.
-  void check(std::span<const gradient_and_variable> pairs) const {
-    const std::string owner(class_name());
-    if (built() && pairs.size() != shapes_.size())
-      throw std::invalid_argument(owner + ": apply() received " + std::to_string(pairs.size()) +
-                                  " variables, but the optimizer was built for " + std::to_string(shapes_.size()) + ".");
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-      std::visit(
-          [&](const auto& p) {
-            if (p.gradient.size() != p.variable.size())
-              throw std::invalid_argument(owner + ": the gradient of variable " + std::to_string(i) + " has " +
-                                          std::to_string(p.gradient.size()) + " values for a variable of " +
-                                          std::to_string(p.variable.size()) + ".");
-            mixprec::detail::check_disjoint(p.gradient, p.variable, (owner + ": variable " + std::to_string(i)).c_str(),
-                                            "its gradient", "the variable");
-          },
-          pairs[i]);
-      if (built() && dtype_and_size(pairs[i]) != shapes_[i])
-        throw std::invalid_argument(owner + ": variable " + std::to_string(i) + " is " +
-                                    std::string(dtype_and_size(pairs[i]).first) + " with " +
-                                    std::to_string(dtype_and_size(pairs[i]).second) + " values, but the optimizer was built for " +
-                                    std::string(shapes_[i].first) + " with " + std::to_string(shapes_[i].second) + ".");
-    }
   }
 
   void build(std::span<const gradient_and_variable> pairs) {
@@ -349,31 +354,57 @@ class Optimizer {
     auto each = [&](auto&& f) {
       for (const auto& pair : pairs) std::visit([&](const auto& p) { f(p.gradient); }, pair);
     };
-    if (options_.loss_scale_factor)
-      each([&](auto g) { kernels::scale(g, 1.0f, static_cast<float>(*options_.loss_scale_factor)); });
+    // The settings are read as the gradients' arithmetic reads them: rounded to float32, but
+    // in double for double gradients (Keras casts them to the variable's dtype).
+    if (options_.loss_scale_factor) each([&](auto g) { kernels::scale(g, 1.0, *options_.loss_scale_factor); });
     // A clip of 0 clips nothing, as in Keras (`if self.clipnorm and self.clipnorm > 0`).
     const auto clips = [](const std::optional<double>& setting) { return setting && *setting > 0.0; };
-    if (clips(options_.clipvalue))
-      each([&](auto g) { kernels::clip_by_value(g, static_cast<float>(*options_.clipvalue)); });
+    if (clips(options_.clipvalue)) each([&](auto g) { kernels::clip_by_value(g, *options_.clipvalue); });
     if (clips(options_.clipnorm)) {
-      const float clip = static_cast<float>(*options_.clipnorm);
       each([&](auto g) {
         using V = typename decltype(g)::value_type;
-        const float norm = std::sqrt(mixprec::kernels::dot<V>(g, g));
-        kernels::scale(g, clip, std::max(norm, clip));
+        if constexpr (std::is_same_v<V, double>) {
+          const double clip = *options_.clipnorm, norm = std::sqrt(squared_norm(g));
+          kernels::scale(g, clip, std::max(norm, clip));
+        } else {
+          const float clip = static_cast<float>(*options_.clipnorm);
+          const float norm = std::sqrt(mixprec::kernels::dot<V>(g, g));
+          kernels::scale(g, clip, std::max(norm, clip));
+        }
       });
     }
     if (clips(options_.global_clipnorm)) {
-      const float clip = static_cast<float>(*options_.global_clipnorm);
-      float squares = 0.0f;
-      each([&](auto g) {
-        using V = typename decltype(g)::value_type;
-        squares += mixprec::kernels::dot<V>(g, g);
-      });
-      const float norm = std::sqrt(squares);
-      const float factor = clip * std::min(1.0f / norm, 1.0f / clip) + (norm - norm);  // NaN for a non-finite norm
+      // In double when every gradient is double, else in float32.
+      bool all_double = true;
+      each([&](auto g) { all_double = all_double && std::is_same_v<typename decltype(g)::value_type, double>; });
+      const auto factor_for = [](auto clip, auto squares) {
+        const auto norm = std::sqrt(squares);
+        using R = decltype(norm);
+        return clip * std::min(R(1) / norm, R(1) / clip) + (norm - norm);  // NaN for a non-finite norm
+      };
+      double factor = 0.0;
+      if (all_double) {
+        double squares = 0.0;
+        each([&](auto g) {
+          if constexpr (std::is_same_v<typename decltype(g)::value_type, double>) squares += squared_norm(g);
+        });
+        factor = factor_for(*options_.global_clipnorm, squares);
+      } else {
+        float squares = 0.0f;
+        each([&](auto g) {
+          using V = typename decltype(g)::value_type;
+          squares += mixprec::kernels::dot<V>(g, g);
+        });
+        factor = factor_for(static_cast<float>(*options_.global_clipnorm), squares);
+      }
       each([&](auto g) { kernels::scale(g, factor); });
     }
+  }
+  /// The sum of squares of double gradients, in double (kernels::dot sums in float32).
+  static double squared_norm(std::span<double> g) {
+    double sum = 0.0;
+    for (double x : g) sum += x * x;
+    return sum;
   }
 
   optimizer_kind kind_;
@@ -407,17 +438,23 @@ struct Adam : Optimizer {
   }
 };
 
-/// Adam with decoupled weight decay, 0.004 unless `settings.weight_decay` says otherwise.
+/// Adam with decoupled weight decay: the `weight_decay` argument, or `settings.weight_decay`, or
+/// 0.004 when neither is given (both, with different values, is std::invalid_argument).
 struct AdamW : Optimizer {
-  explicit AdamW(schedules::LearningRate learning_rate = 0.001, double weight_decay = 0.004, double beta_1 = 0.9,
-                 double beta_2 = 0.999, double epsilon = 1e-7, bool amsgrad = false, options settings = {})
+  explicit AdamW(schedules::LearningRate learning_rate = 0.001, std::optional<double> weight_decay = std::nullopt,
+                 double beta_1 = 0.9, double beta_2 = 0.999, double epsilon = 1e-7, bool amsgrad = false,
+                 options settings = {})
       : Optimizer(optimizer_kind::adamw, std::move(learning_rate), with_weight_decay(settings, weight_decay)) {
     set_adam(beta_1, beta_2, epsilon, amsgrad);
   }
 
  private:
-  static options with_weight_decay(options settings, double weight_decay) {
-    settings.weight_decay = weight_decay;
+  static options with_weight_decay(options settings, std::optional<double> weight_decay) {
+    if (weight_decay && settings.weight_decay && *settings.weight_decay != *weight_decay)
+      throw std::invalid_argument("AdamW: `weight_decay` is given twice, as " + mixprec::detail::number_text(*weight_decay) +
+                                  " and as settings.weight_decay=" + mixprec::detail::number_text(*settings.weight_decay) +
+                                  "; give it once.");
+    settings.weight_decay = weight_decay ? weight_decay : settings.weight_decay.value_or(0.004);
     return settings;
   }
 };
@@ -466,7 +503,7 @@ inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
     if (class_name == "Adam") return finished(Adam(rate, beta_1, beta_2, epsilon, amsgrad, settings));
     if (c.present_but_null("weight_decay"))  // Keras' AdamW(weight_decay=None)
       c.fail("Argument `weight_decay` must be a float. Received: weight_decay=None");
-    return finished(AdamW(rate, settings.weight_decay.value_or(0.004), beta_1, beta_2, epsilon, amsgrad, settings));
+    return finished(AdamW(rate, std::nullopt, beta_1, beta_2, epsilon, amsgrad, settings));
   }
   throw std::invalid_argument("Could not interpret optimizer identifier: " + shown(serialized["class_name"]) +
                               ". Accepted class names: SGD, Adam, AdamW.");

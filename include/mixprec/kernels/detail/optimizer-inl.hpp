@@ -56,7 +56,7 @@ template <class V>
 void SgdUpdate(V* w, const V* g, V* velocity, std::size_t n, const sgd_step& step) {
   const DF df;
   const std::size_t lanes = hn::Lanes(df);
-  const decoupled_weight_decay decayed(step.weight_decay, step.learning_rate);
+  const decoupled_weight_decay decayed(static_cast<float>(step.weight_decay), step.learning_rate);
   const auto lr = hn::Set(df, step.learning_rate);
   if (velocity == nullptr) {  // momentum 0: w - g * lr
     for_each_step<kMaxFloatLanes>(n, lanes, [&](V* pw, const V* pg) {
@@ -64,7 +64,7 @@ void SgdUpdate(V* w, const V* g, V* velocity, std::size_t n, const sgd_step& ste
     }, w, g);
     return;
   }
-  const auto momentum = hn::Set(df, step.momentum);
+  const auto momentum = hn::Set(df, static_cast<float>(step.momentum));
   const bool nesterov = step.nesterov;
   for_each_step<kMaxFloatLanes>(n, lanes, [&](V* pw, const V* pg, V* pv) {
     const auto w0 = decayed(load_as_f32(pw));

@@ -13,26 +13,30 @@
 
 namespace mixprec::kernels {
 
+// The hyperparameters are double, as Keras holds them (Python floats), which it casts to the
+// variable's dtype: float32 arithmetic (float, bfloat16, float16 variables) reads them rounded to
+// float, a double variable's arithmetic as they are. The learning rate is a float, as Keras'
+// learning-rate variable is float32 whatever the variables' dtype.
+
 /// One step of Keras' SGD (see optimizer.hpp). The defaults are Keras'; weight_decay 0 means
 /// none (Keras' None).
 struct sgd_step {
   float learning_rate = 0.01f;
-  float momentum = 0.0f;
+  double momentum = 0.0;
   bool nesterov = false;
-  float weight_decay = 0.0f;
+  double weight_decay = 0.0;
 };
 
 /// One step of Keras' Adam, or AdamW with weight_decay set (see optimizer.hpp). The defaults are
-/// Keras'. beta_1 and beta_2 are double, as Keras holds them (Python floats): Keras computes
-/// 1 - beta in double before the float32 multiply, which a float beta could not reproduce
-/// (1 - 0.9 rounds to 0.1f, 1 - 0.9f is 0.100000024f).
+/// Keras'. Keras computes 1 - beta in double before the float32 multiply, which a float beta
+/// could not reproduce (1 - 0.9 rounds to 0.1f, 1 - 0.9f is 0.100000024f).
 struct adam_step {
   float learning_rate = 0.001f;
   double beta_1 = 0.9;
   double beta_2 = 0.999;
-  float epsilon = 1e-7f;
+  double epsilon = 1e-7;
   std::int64_t iteration = 0;  ///< the optimizer's iteration count before this step
-  float weight_decay = 0.0f;
+  double weight_decay = 0.0;
 };
 
 namespace detail {
@@ -55,7 +59,7 @@ template <class V>
 inline constexpr bool has_optimizer_kernel =
     std::is_same_v<V, float> || std::is_same_v<V, bfloat16> || std::is_same_v<V, float16>;
 
-/// velocity == nullptr when step.momentum == 0.
+/// velocity == nullptr: no momentum slot (step.momentum is 0).
 template <class V>
 void sgd_update(V* w, const V* g, V* velocity, std::size_t n, const sgd_step& step);
 /// v_hat == nullptr without AMSGrad.
