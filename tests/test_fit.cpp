@@ -517,10 +517,29 @@ TEST_CASE("the progress bar: Keras 3's text") {
     const auto bar = std::make_shared<callbacks::ProgbarLogger>(out, false, ticking_clock());
     const History h = model.fit(d.ax, d.ay, {.batch_size = 1, .verbose = 2, .callbacks = {bar},
                                              .validation_split = 0.25});
-    // 9 steps; validation is silent in fit; a single epoch has no "Epoch 1/1" line. verbose 2 reads
-    // the clock at the start and the end only: 0.25s, 0.25s / 9 per step.
-    CHECK(out.str() == "9/9 - 0s - 28ms/step - loss: " + f4(h.history.at("loss")[0]) +
+    // 9 steps; validation is silent in fit; a single epoch has no "Epoch 1/1" line. verbose 2, as
+    // verbose 1, reads the clock at the start, after each step and at the end: 2.5s, and (end -
+    // after the first step) / 8 = 281ms per step.
+    CHECK(out.str() == "9/9 - 2s - 281ms/step - loss: " + f4(h.history.at("loss")[0]) +
                            " - val_loss: " + f4(h.history.at("val_loss")[0]) + "\n");
+  }
+  SUBCASE("keys a callback adds at the epoch's end come after the val_ ones, at verbose 1 and 2 alike") {
+    for (const int verbose : {1, 2}) {
+      std::ostringstream out;
+      RuntimeModel model({6}, {layer_configs::dense(3)});
+      model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+      const data d = make_data(12, 10);
+      const auto scheduler = std::make_shared<callbacks::LearningRateScheduler>([](int, double lr) { return lr; });
+      const auto bar = std::make_shared<callbacks::ProgbarLogger>(out, false, ticking_clock());
+      model.fit(d.ax, d.ay, {.batch_size = 4, .verbose = verbose, .callbacks = {scheduler, bar}, .validation_split = 0.25});
+      const std::string line = out.str();
+      const auto at = [&](const char* key) { return line.find(std::string(" - ") + key + ": "); };
+      CHECK(at("accuracy") < at("loss"));
+      CHECK(at("loss") < at("val_accuracy"));
+      CHECK(at("val_accuracy") < at("val_loss"));
+      CHECK(at("val_loss") < at("learning_rate"));
+      CHECK(at("learning_rate") != std::string::npos);
+    }
   }
   SUBCASE("loss scaling keys, small values, aligned counts") {
     std::ostringstream out;
@@ -896,8 +915,9 @@ TEST_CASE("fit with loss scaling logs: History, the progress bar and the steps f
   CHECK(h.history.at("skipped") == std::vector<double>{1.0, 1.0});
   CHECK(h.history.at("loss") == std::vector<double>{(1.0 + 0.5 + 1.0 / 3 + 0.25) * 2 / 8,
                                                     (0.2 + 1.0 / 6 + 1.0 / 7 + 0.125) * 2 / 8});
-  CHECK(out.str() == "Epoch 1/2\n4/4 - 0s - 62ms/step - loss: " + f4(h.history.at("loss")[0]) +
-                         " - loss_scale: 16384.0000 - skipped: 1\nEpoch 2/2\n4/4 - 0s - 62ms/step - loss: " +
+  // The clock ticks 0.25s a read: at the start, after each step, at the end (1.25s; 1s / 3 a step).
+  CHECK(out.str() == "Epoch 1/2\n4/4 - 1s - 333ms/step - loss: " + f4(h.history.at("loss")[0]) +
+                         " - loss_scale: 16384.0000 - skipped: 1\nEpoch 2/2\n4/4 - 1s - 333ms/step - loss: " +
                          f4(h.history.at("loss")[1]) + " - loss_scale: 8192.0000 - skipped: 1\n");
   const std::string text = read_file(steps);
   CHECK(text.starts_with("epoch,step,loss,loss_scale,skipped\r\n0,0,1.0,32768.0,0.0\r\n0,1,0.5,32768.0,0.0\r\n"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <span>
 #include <vector>
@@ -167,6 +168,24 @@ TEST_CASE("the gradient is scaled (loss scaling) and rounded once to the predict
   loss.compute<float16>(std::span<const std::int32_t>(first), std::span<const float16>(tiny), 4, with_scale, 32768.0f);
   CHECK(static_cast<float>(unscaled[1]) == 0.0f);
   CHECK(static_cast<float>(with_scale[1]) > 0.0f);
+}
+
+TEST_CASE("crossentropy from logits: a class with target 0 adds nothing, even at a -inf logit or logits 1e38 apart") {
+  // The float64 softmax is [1, 0]: the loss is -log 1 = 0 (0 * inf was NaN). A float16 logit that
+  // overflowed to -inf under mixed_float16 is where this happens in training.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::int32_t> label{0};
+  for (const std::vector<float>& logits : {std::vector<float>{5.0f, -inf}, std::vector<float>{2e38f, -2e38f}}) {
+    std::vector<float> g(2, 9.0f);
+    CHECK(losses::SparseCategoricalCrossentropy(true).compute<float>(std::span<const std::int32_t>(label), logits, 2, g) == 0.0f);
+    CHECK(g == std::vector<float>{0.0f, 0.0f});
+    const std::vector<float> one_hot{1.0f, 0.0f};
+    CHECK(losses::CategoricalCrossentropy(true).compute<float>(floats(one_hot), logits, 2, g) == 0.0f);
+  }
+  // A target on the -inf class is an infinite loss, as its -log p is.
+  const std::vector<float> second{0.0f, 1.0f}, logits{5.0f, -inf};
+  std::vector<float> g(2);
+  CHECK(losses::CategoricalCrossentropy(true).compute<float>(floats(second), logits, 2, g) == inf);
 }
 
 TEST_CASE("clipped probabilities have no gradient") {

@@ -248,7 +248,9 @@ class Loss {
     const detail::row_softmax softmax(x);
     float loss = 0.0f, target_total = 0.0f;
     for (std::size_t c = 0; c < x.size(); ++c) {
-      loss += t[c] * (softmax.log_sum_exp - x[c]);
+      // A class with target 0 adds nothing, even where its -log p is infinite (a -inf logit, or
+      // logits ~1e38 apart): 0 * inf would be NaN. The sparse loss is lse - x[label].
+      if (t[c] != 0.0f) loss += t[c] * (softmax.log_sum_exp - x[c]);
       target_total += t[c];
     }
     for (std::size_t c = 0; c < x.size(); ++c) g[c] = softmax.probabilities[c] * target_total - t[c];

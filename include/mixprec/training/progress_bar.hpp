@@ -88,11 +88,15 @@ class Progbar {
   }
 
   void update(std::size_t current, const Logs& logs, bool finalize) {
-    for (const auto& [key, value] : logs) {
-      bool seen = false;
-      for (const auto& k : order_) seen = seen || k == key;
-      if (!seen) order_.push_back(key);
-    }
+    // Keys in the order they first come, and of those new at once (the epoch's end), the val_
+    // ones before the rest (what callbacks add: learning_rate), as Keras' logs dict has them.
+    for (const bool validation : {true, false})
+      for (const auto& [key, value] : logs) {
+        if (key.starts_with("val_") != validation) continue;
+        bool seen = false;
+        for (const auto& k : order_) seen = seen || k == key;
+        if (!seen) order_.push_back(key);
+      }
     values_ = logs;
     const double now = clock_();
     const double per_step = step_duration(current, now);
@@ -247,7 +251,7 @@ class ProgbarLogger : public Callback {
   }
   void step(int batch, const Logs& logs) {
     seen_ = static_cast<std::size_t>(batch) + 1;
-    if (bar_ && verbose_ == 1) bar_->update(seen_, logs, false);
+    if (bar_) bar_->update(seen_, logs, false);  // verbose 2 prints at the end only, but learns the keys' order
   }
   void finish(const Logs& logs) {
     if (bar_) bar_->update(target_, logs, true);
