@@ -255,6 +255,17 @@ TEST_CASE("convert deduces the dtypes from spans and containers") {
   std::vector<float16> saturated(4);
   kernels::convert(std::span<float>(mutable_x), saturated, overflow_mode::saturate);
   CHECK(static_cast<float>(saturated[2]) == -65504.0f);
+  // double -> float saturates too (it overflowed to inf), infinities included as for every pair; NaN stays.
+  const std::vector<double> wide{1e300, -1e300, std::numeric_limits<double>::infinity(), 1.5, std::nan("")};
+  std::vector<float> narrowed(5), ieee(5);
+  kernels::convert(wide, narrowed, overflow_mode::saturate);
+  kernels::convert(wide, ieee);
+  CHECK(narrowed[0] == std::numeric_limits<float>::max());
+  CHECK(narrowed[1] == -std::numeric_limits<float>::max());
+  CHECK(narrowed[2] == std::numeric_limits<float>::max());
+  CHECK(narrowed[3] == 1.5f);
+  CHECK(std::isnan(narrowed[4]));
+  CHECK(ieee[0] == std::numeric_limits<float>::infinity());
 
   using floats = std::vector<float>&;
   static_assert(converts<floats, std::vector<bfloat16>&>);

@@ -742,6 +742,37 @@ TEST_CASE("span overloads check the sizes") {
   CHECK(c16 == std::vector<float>(16, 9.0f));
 }
 
+TEST_CASE("span overloads refuse a C over the elements of A or B it would read, writing nothing") {
+  // Past one depth block (kc = 256) a C written over A or B changed what the later blocks read:
+  // every element came out wrong, silently.
+  const std::size_t n = 300;
+  std::vector<float> buffer(2 * n * n, 1.0f);
+  const std::span<float> all(buffer);
+  const auto call = [&](std::span<const float> a, std::span<const float> b, std::span<float> c) {
+    kernels::gemm<float, float, float>(transpose::no, transpose::no, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  };
+  const std::vector<float> before = buffer;
+  CHECK_THROWS_WITH_AS(call(all.first(n * n), all.subspan(n * n), all.first(n * n)), "gemm: A and C overlap; they must lie apart.",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(all.first(n * n), all.subspan(n * n), all.subspan(n * n)),
+                       "gemm: B and C overlap; they must lie apart.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(all.first(n * n), all.subspan(n * n), all.subspan(n, n * n)),  // partly over A
+                       "gemm: A and C overlap; they must lie apart.", std::invalid_argument);
+  CHECK(buffer == before);
+  // Only the elements gemm touches count: A's span may reach over B's, as long as what gemm
+  // reads of A (1 x 3) ends before B (3 x 2) and B's before C.
+  std::vector<float> tight(3 + 6 + 2);
+  kernels::gemm<float, float, float>(transpose::no, transpose::no, 1, 2, 3, 1.0f, std::span<const float>(tight).first(5), 3,
+                                     std::span<const float>(tight).subspan(3, 6), 2, 0.0f, std::span(tight).subspan(9), 2);
+  // The packed-B GEMM checks the same (the int8 GEMM: test_kernels_quantize).
+  const auto packed = kernels::pack_b<float>(transpose::no, 3, 2, std::span<const float>(before).first(6), 2);
+  std::vector<float> ac(6, 1.0f);
+  const auto packed_over_a = [&] {
+    kernels::gemm<float, float>(transpose::no, 2, 1.0f, std::span<const float>(ac), 3, packed, 0.0f, std::span<float>(ac), 2);
+  };
+  CHECK_THROWS_WITH_AS(packed_over_a(), "gemm: A and C overlap; they must lie apart.", std::invalid_argument);
+}
+
 TEST_CASE("native bfloat16 blocking: kc from the L2 size, in whole 32-element steps, 256 to 1024") {
   namespace kd = kernels::detail;
   CHECK(kd::native_bf16_gemm_blocks(1 << 20).kc == 1024);        // Zen 4/5, Sapphire Rapids: 1 MiB or more

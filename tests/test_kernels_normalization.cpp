@@ -246,6 +246,21 @@ TEST_CASE("normalization kernels reject mismatched sizes and overlaps") {
                   std::invalid_argument);  // dx over x
   std::vector<float> dx(6);
   kernels::batch_norm_input_gradient<float>(x, y, three, three, three, three, three, dx);  // well-formed: no throw
+  // Two statistics into one buffer lost one of them silently.
+  std::vector<double> one(3);
+  CHECK_THROWS_WITH_AS(kernels::batch_norm_moments<float>(x, 3, one, one),
+                       "batch_norm_moments: mean and variance overlap; they must lie apart.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::batch_norm_backward_sums<float>(x, y, three, three, one, one),
+                       "batch_norm_backward_sums: sum_dy and sum_dy_x_hat overlap; they must lie apart.",
+                       std::invalid_argument);
+  std::vector<double> x_and_sums(6);
+  const auto x_double = std::span<const double>(x_and_sums).first(6);
+  const auto sums_over_x = std::span<double>(x_and_sums).first(3);
+  CHECK_THROWS_WITH_AS(kernels::batch_norm_moments<double>(x_double, 3, sums_over_x, p),
+                       "batch_norm_moments: x and mean overlap; they must lie apart.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(kernels::batch_norm_backward_sums<double>(x_double, std::vector<double>(6), std::vector<double>(3),
+                                                                 std::vector<double>(3), s, sums_over_x),
+                       "batch_norm_backward_sums: x and sum_dy_x_hat overlap; they must lie apart.", std::invalid_argument);
 }
 
 TEST_CASE("the normalization kernels deduce the dtype from containers") {

@@ -295,6 +295,14 @@ TEST_CASE("int8 gemm: k == 0 zeroes C, empty shapes write nothing, bad arguments
   // Span extents.
   const std::span<const std::int8_t> a_span(a), b_span(b);
   const std::span<std::int32_t> c_span(c);
+  // C over A's (or B's) bytes is refused, as in the float gemm.
+  const std::span<std::int32_t> c_over_a(reinterpret_cast<std::int32_t*>(a.data()), 4);
+  CHECK(message_of([&] { kernels::gemm(transpose::no, transpose::no, 1, 4, 4, a_span, 4, b_span, 4, c_over_a, 4); }) ==
+        "gemm: A and C overlap; they must lie apart.");
+  const std::span<std::int32_t> c_over_b(reinterpret_cast<std::int32_t*>(b.data()), 4);
+  CHECK(message_of([&] { kernels::gemm(transpose::no, transpose::no, 1, 4, 4, a_span, 4, b_span, 4, c_over_b, 4); }) ==
+        "gemm: B and C overlap; they must lie apart.");
+  CHECK(std::all_of(a.begin(), a.end(), [](std::int8_t x) { return x == 1; }));
   CHECK(message_of([&] { kernels::gemm(transpose::no, transpose::no, 8, 8, 9, a_span, 9, b_span, 8, c_span, 8); })
             .find("gemm: A has 64 elements but needs 72") != std::string::npos);
   CHECK(message_of([&] { kernels::gemm(transpose::no, transpose::no, 2, 8, 9, a_span, 9, b_span, 8, c_span, 8); })
@@ -673,6 +681,12 @@ void check_quantize_dequantize() {
   std::vector<T> out(2);
   CHECK(std::isnan(kernels::quantize_dequantize<F, T>(with_nan, 1.0f, out)));
   CHECK(std::isnan(static_cast<double>(cast<float>(out[1]))));
+  if constexpr (std::is_same_v<T, double>) {  // canonical, whatever the input's sign and payload (as the float kernels')
+    const std::vector<double> payload{-std::nan("7")};
+    std::vector<double> canonical(1);
+    kernels::quantize_dequantize<F, T>(payload, 1.0f, canonical);
+    CHECK(std::bit_cast<std::uint64_t>(canonical[0]) == 0x7ff8000000000000u);
+  }
   const auto short_output = [&] { kernels::quantize_dequantize<F, T>(with_nan, 1.0f, std::span<T>(out).first(1)); };
   CHECK_THROWS_AS(short_output(), std::invalid_argument);
 }

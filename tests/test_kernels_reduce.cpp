@@ -482,6 +482,13 @@ TEST_CASE_TEMPLATE("column_max rejects rows that are not whole, writing nothing"
   kernels::column_max<T>(std::vector<T>{}, none);  // empty into empty: nothing to do
   std::vector<double> no_doubles;
   CHECK_THROWS_AS(kernels::column_max<double>(std::vector<double>(1), no_doubles), std::invalid_argument);
+  // Maxima over the rows gave other values on each target: refused, nothing written.
+  std::vector<T> buffer(32);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = cast<T>(static_cast<float>((i * 7) % 11));
+  const std::vector<T> before = buffer;
+  CHECK_THROWS_WITH_AS(kernels::column_max<T>(std::span<const T>(buffer), std::span<T>(buffer).subspan(8, 16)),
+                       "column_max: rows and maxima overlap; they must lie apart.", std::invalid_argument);
+  CHECK(std::memcmp(buffer.data(), before.data(), buffer.size() * sizeof(T)) == 0);
 }
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include <mixprec/core/float16.hpp>
 #include <mixprec/kernels/config.hpp>
+#include <mixprec/kernels/detail/argument_checks.hpp>
 #include <mixprec/kernels/detail/gemm_entry_points.hpp>
 #include <mixprec/kernels/ranges.hpp>
 
@@ -58,6 +59,13 @@ inline void check_extent(const gemm_operand& operand, std::size_t size) {
   if (!needed || size < *needed) throw_extent_error(operand, size, needed);
 }
 
+/// The elements gemm reads of an input and writes of C must lie apart (C written over a block of
+/// A or B that a later depth block reads again gives wrong values silently); after check_extent.
+template <class In, class Out>
+void check_apart_from_c(const gemm_operand& input, std::span<In> in, const gemm_operand& c, std::span<Out> out) {
+  mixprec::detail::check_disjoint(in.first(*extent(input)), out.first(*extent(c)), "gemm", input.matrix, c.matrix);
+}
+
 struct gemm_operands {
   gemm_operand a, b, c;
   gemm_operands(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, std::size_t lda,
@@ -87,6 +95,7 @@ struct gemm_operands {
 /// of B without the copy (how a layer multiplies by a float32 weight under a mixed policy, as
 /// Keras' autocast does, without keeping a 16-bit copy of the weight).
 /// A leading dimension shorter than its row throws std::invalid_argument, before anything is written.
+/// C must not overlap A or B (the span overloads check it).
 template <class TA, class TB, class TC>
 void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           const TA* a, std::size_t lda, const TB* b, std::size_t ldb, float beta, TC* c, std::size_t ldc) {
@@ -103,7 +112,8 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
 }
 
 /// The same on spans, which must hold every element gemm touches (else std::invalid_argument,
-/// also for a leading dimension so large that the rows' extent overflows std::size_t).
+/// also for a leading dimension so large that the rows' extent overflows std::size_t), and
+/// whose elements of A and of B lie apart from those of C (else std::invalid_argument).
 template <class TA, class TB, class TC>
 void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           std::span<const TA> a, std::size_t lda, std::span<const TB> b, std::size_t ldb, float beta, std::span<TC> c,
@@ -112,6 +122,8 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
   detail::check_extent(operands.a, a.size());
   detail::check_extent(operands.b, b.size());
   detail::check_extent(operands.c, c.size());
+  detail::check_apart_from_c(operands.a, a, operands.c, c);
+  detail::check_apart_from_c(operands.b, b, operands.c, c);
   gemm(trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
 }
 
@@ -228,6 +240,7 @@ void gemm(transpose trans_a, std::size_t m, float alpha, std::span<const std::ty
   const detail::gemm_operands operands(trans_a, transpose::no, m, b.n(), b.k(), lda, b.n(), ldc);
   detail::check_extent(operands.a, a.size());
   detail::check_extent(operands.c, c.size());
+  detail::check_apart_from_c(operands.a, a, operands.c, c);
   gemm(trans_a, m, alpha, a.data(), lda, b, beta, c.data(), ldc);
 }
 

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <mixprec/kernels/convert.hpp>
 #include <mixprec/kernels/detail/batch_norm_rule.hpp>
@@ -43,12 +44,15 @@ inline void check_channels(std::size_t cols, std::initializer_list<std::pair<con
 /// The mean and biased variance of every column of the row-major matrix x (cols columns),
 /// accumulated in double in row order (variance: the sum of squared deviations from the mean,
 /// over the rows). Throws std::invalid_argument if cols == 0, x.size() is not a multiple of
-/// cols, x has no rows, or mean / variance do not hold cols elements.
+/// cols, x has no rows, mean / variance do not hold cols elements, or any two of the spans overlap.
 template <NormalizationDType T>
 void batch_norm_moments(std::span<const T> x, std::size_t cols, std::span<double> mean, std::span<double> variance) {
   mixprec::detail::check_rows(x.size(), cols, "batch_norm_moments");
   if (x.empty()) throw std::invalid_argument("batch_norm_moments: x has no rows; statistics need at least one.");
   detail::check_channels(cols, {{"mean", mean.size()}, {"variance", variance.size()}}, "batch_norm_moments");
+  mixprec::detail::check_disjoint(mean, variance, "batch_norm_moments", "mean", "variance");
+  mixprec::detail::check_disjoint(x, mean, "batch_norm_moments", "x", "mean");
+  mixprec::detail::check_disjoint(x, variance, "batch_norm_moments", "x", "variance");
   if constexpr (std::is_same_v<T, float>) detail::batch_norm_moments_f32(x.data(), x.size(), cols, mean.data(), variance.data());
   else detail::batch_norm_moments_rule(x.data(), x.size(), cols, 0, cols, mean.data(), variance.data());
 }
@@ -72,7 +76,8 @@ void scale_shift_columns(std::span<const T> x, std::span<const T> scale, std::sp
 
 /// With x_hat = (x - mean[c]) * inverse_deviation[c] (in T), the per-column sums of dy and of
 /// dy * x_hat, accumulated in double in row order: the gradients of beta and gamma.
-/// cols = mean.size(); throws std::invalid_argument on mismatched sizes.
+/// cols = mean.size(); throws std::invalid_argument on mismatched sizes, or when an output
+/// overlaps the other or an input.
 template <NormalizationDType T>
 void batch_norm_backward_sums(std::span<const T> x, std::span<const T> dy, std::span<const T> mean,
                               std::span<const T> inverse_deviation, std::span<double> sum_dy,
@@ -87,6 +92,12 @@ void batch_norm_backward_sums(std::span<const T> x, std::span<const T> dy, std::
                           {"sum_dy", sum_dy.size()},
                           {"sum_dy_x_hat", sum_dy_x_hat.size()}},
                          "batch_norm_backward_sums");
+  mixprec::detail::check_disjoint(sum_dy, sum_dy_x_hat, "batch_norm_backward_sums", "sum_dy", "sum_dy_x_hat");
+  for (const auto& [input, input_name] : {std::pair{x, "x"}, std::pair{dy, "dy"}, std::pair{mean, "mean"},
+                                          std::pair{inverse_deviation, "inverse_deviation"}}) {
+    mixprec::detail::check_disjoint(input, sum_dy, "batch_norm_backward_sums", input_name, "sum_dy");
+    mixprec::detail::check_disjoint(input, sum_dy_x_hat, "batch_norm_backward_sums", input_name, "sum_dy_x_hat");
+  }
   if constexpr (std::is_same_v<T, float>)
     detail::batch_norm_backward_sums_f32(x.data(), dy.data(), x.size(), cols, mean.data(), inverse_deviation.data(),
                                          sum_dy.data(), sum_dy_x_hat.data());

@@ -82,7 +82,8 @@ inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_
   detail::gemm_int8({trans_a == transpose::yes, trans_b == transpose::yes, m, n, k, a, lda, b, ldb, c, ldc});
 }
 
-/// The same on spans, which must hold every element gemm touches (else std::invalid_argument).
+/// The same on spans, which must hold every element gemm touches, A and B apart from C (else
+/// std::invalid_argument).
 inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
                  std::span<const std::int8_t> a, std::size_t lda, std::span<const std::int8_t> b, std::size_t ldb,
                  std::span<std::int32_t> c, std::size_t ldc) {
@@ -90,6 +91,8 @@ inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_
   detail::check_extent(operands.a, a.size());
   detail::check_extent(operands.b, b.size());
   detail::check_extent(operands.c, c.size());
+  detail::check_apart_from_c(operands.a, a, operands.c, c);
+  detail::check_apart_from_c(operands.b, b, operands.c, c);
   gemm(trans_a, trans_b, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
 }
 
@@ -182,7 +185,7 @@ float quantize_dequantize(std::span<const T> x, float scale, std::span<T> y) {
       const double v = x[i];
       amax = std::isnan(v) || std::isnan(amax) ? std::numeric_limits<double>::quiet_NaN() : std::max(amax, std::abs(v));
       const double scaled = v / static_cast<double>(scale);
-      y[i] = std::isnan(scaled) ? scaled
+      y[i] = std::isnan(scaled) ? std::numeric_limits<double>::quiet_NaN()  // canonical, as the float kernels'
                                 : cast<double>(cast<F>(std::clamp(scaled, -limit, limit))) * static_cast<double>(scale);
     }
     return static_cast<float>(amax);

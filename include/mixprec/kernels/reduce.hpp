@@ -139,7 +139,7 @@ bool unscale_and_check_finite(std::span<T> gradients, float inv_scale) {
 /// widened to float (exactly) and the maxima come back as convert<float, T> rounds them: their
 /// own values, a NaN quiet (its sign kept). float, bfloat16 and float16 run a Highway kernel,
 /// double a scalar loop. Throws std::invalid_argument unless rows.size() is a multiple of cols
-/// (an empty maxima takes only empty rows).
+/// (an empty maxima takes only empty rows) and the maxima lie apart from the rows.
 template <class T>
   requires detail::has_reduce_kernel<T> || std::is_same_v<T, double>
 void column_max(std::span<const T> rows, std::span<T> maxima) {
@@ -147,6 +147,8 @@ void column_max(std::span<const T> rows, std::span<T> maxima) {
   if (cols == 0 ? !rows.empty() : rows.size() % cols != 0)
     throw std::invalid_argument("column_max: the rows have " + std::to_string(rows.size()) +
                                 " elements, which is not a multiple of the " + std::to_string(cols) + " maxima.");
+  // Maxima written over rows not yet read gave other values on each target.
+  mixprec::detail::check_disjoint(rows, std::span<const T>(maxima), "column_max", "rows", "maxima");
   if (rows.empty()) return;
   if constexpr (detail::has_reduce_kernel<T>) {
     detail::column_max(rows.data(), rows.size(), maxima.data(), cols);
