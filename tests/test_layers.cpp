@@ -383,7 +383,7 @@ TEST_CASE("scratch memory: a per-thread stack, given back when its scope ends, m
 }
 
 TEST_CASE("layer settings are validated") {
-  CHECK_THROWS_WITH_AS(Dropout<>(1.5), "Dropout: rate must be in [0, 1); got 1.5.", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Dropout<>(1.5), "Dropout: rate must be in [0, 1]; got 1.5.", std::invalid_argument);
   CHECK_THROWS_WITH_AS(BatchNormalization<>("bn", 2.0), doctest::Contains("momentum must be in [0, 1]"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(BatchNormalization<>("bn", 0.9, 0.0), doctest::Contains("epsilon must be positive"),

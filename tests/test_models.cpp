@@ -1,15 +1,19 @@
 // Compile-time Sequential, the runtime model built from configs, and weight files.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <mixprec/layers.hpp>
@@ -42,7 +46,8 @@ using cnn = Sequential<policies::mixed_bfloat16, Input<12, 12, 3>, Conv2D<8, 3, 
                        MaxPooling2D<2>, BatchNormalization<>, Conv2D<4, 3, 3, activations::relu>, Flatten<>,
                        Dropout<>, Dense<10>, Softmax<policies::float32>>;
 
-std::vector<std::uint16_t> bits(const Tensor<float, dynamic, 10>& y) {
+template <std::size_t N>
+std::vector<std::uint16_t> bits(const Tensor<float, dynamic, N>& y) {
   std::vector<std::uint16_t> b;
   for (float v : y.values()) b.push_back(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v) >> 16));
   return b;
@@ -136,6 +141,26 @@ TEST_CASE("a jmp-style model policy casts the model's output to its output dtype
   static_assert(std::is_same_v<decltype(model)::output_type, Tensor<float, dynamic, 4>>);
   const auto y = model(ramp<float, dynamic, 8>(2));
   for (float v : y.values()) CHECK(bfloat16(v).to_bits() == std::bit_cast<std::uint32_t>(v) >> 16);  // bfloat16 values
+
+  // The runtime model built from its config casts the same way (the config carries the model's
+  // policy), and so does one built under that global policy; the training pass too.
+  RuntimeModel runtime = RuntimeModel::from_config(model.get_config());
+  CHECK(runtime.get_config()["config"]["dtype"] == model.get_config()["config"]["dtype"]);
+  CHECK(runtime.output_dtype() == "float32");
+  const AnyTensor got = runtime(ramp<float, dynamic, 8>(2));  // the same initial weights, from the same paths
+  CHECK(got.dtype() == "float32");
+  CHECK(bits(got.to_tensor<float, dynamic, 4>()) == bits(y));
+  CHECK(std::holds_alternative<std::span<const float>>(runtime.forward_for_training(AnyTensor(ramp<float, dynamic, 8>(2)))));
+  runtime.release_step_buffers();
+  {
+    policy_scope scope("p=f32,c=bf16,o=f32");
+    RuntimeModel global({8}, {layer_configs::dense(4)});
+    CHECK(global.output_dtype() == "float32");
+    CHECK(global(ramp<float, dynamic, 8>(2)).dtype() == "float32");
+  }
+  RuntimeModel plain({8}, {layer_configs::dense(4, "linear", "mixed_bfloat16")});  // float32 model policy: no cast
+  CHECK(plain.output_dtype() == "bfloat16");
+  CHECK(plain(ramp<float, dynamic, 8>(2)).dtype() == "bfloat16");
 }
 
 TEST_CASE("weights exist from construction; configured layers keep their settings") {
@@ -270,6 +295,12 @@ TEST_CASE("bad runtime configs are clear errors naming the layer") {
   CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Functional"}}); }).starts_with("Invalid Sequential config"));
   CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Sequential"}, {"config", {{"layers", {dense(3)}}}}}); })
             .find("no input shape") != std::string::npos);
+  // A key of the model's config that nobody reads (a misspelt one) is an error.
+  CHECK(error([] {
+    RuntimeModel::from_config(nlohmann::json::parse(R"({"class_name": "Sequential", "config": {"name": "m",
+        "build_input_shap": [null, 9], "layers": [{"class_name": "InputLayer", "config": {"batch_shape": [null, 4]}},
+        {"class_name": "Dense", "config": {"units": 2}}]}})"));
+  }).find("unknown setting `\"build_input_shap\"`") != std::string::npos);
   RuntimeModel model({4}, {dense(3)});
   CHECK(error([&] { model(Tensor<float, dynamic, 5>(2)); }) == "RuntimeModel 'sequential' expects inputs of shape (batch, 4); got (batch, 5).");
 }
@@ -410,6 +441,51 @@ TEST_CASE("weights round trip bit-exact in the variable dtype; bad files change 
   wide.save_weights(wide_file.path);
   copy.load_weights(wide_file.path);
   CHECK(copy.layer<0>().kernel.value()[3] == static_cast<float>(wide.layer<0>().kernel.value()[3]));
+}
+
+TEST_CASE("Keras' readings of layer configs: a seed of 0, Dropout at rate 1, dilation 1, padding in any case, finite numbers") {
+  const auto layer = [](const char* class_name, nlohmann::json config) {
+    return nlohmann::json{{"class_name", class_name}, {"config", config}};
+  };
+  // seed 0 is a seed (Keras' seed=0), not "none": kept in the config, and two layers given it draw alike.
+  const nlohmann::json glorot0 = {{"class_name", "GlorotUniform"}, {"config", {{"seed", 0}}}};
+  RuntimeModel seeded({4}, {layer("Dropout", {{"name", "a"}, {"rate", 0.5}, {"seed", 0}}),
+                            layer("Dropout", {{"name", "b"}, {"rate", 0.5}, {"seed", 0}}),
+                            layer("Dense", {{"name", "d1"}, {"units", 3}, {"kernel_initializer", glorot0}})});
+  RuntimeModel other({4}, {layer("Dense", {{"name", "d2"}, {"units", 3}, {"kernel_initializer", glorot0}})});
+  const auto config = seeded.get_config()["config"]["layers"];
+  CHECK(config[1]["config"]["seed"] == 0);
+  CHECK(config[3]["config"]["kernel_initializer"]["config"]["seed"] == 0);
+  CHECK(RuntimeModel::from_config(seeded.get_config()).get_config() == seeded.get_config());
+  CHECK(seeded.layer("a").state_text() == seeded.layer("b").state_text());  // the same generator
+  const auto kernel = [](RuntimeModel& model, const char* name) {
+    for (const auto& w : model.trainable_weights())
+      if (w.path == std::string(name) + "/kernel") return std::vector<std::byte>(w.bytes.begin(), w.bytes.end());
+    return std::vector<std::byte>{};
+  };
+  CHECK(kernel(seeded, "d1").size() == 4 * 3 * sizeof(float));
+  CHECK(kernel(seeded, "d1") == kernel(other, "d2"));  // the same draws; unseeded they come from each path
+  CHECK(Dropout<>(0.5, "x", 0).seed() == std::optional<std::uint64_t>(0));
+  CHECK_FALSE(Dropout<>(0.5, "x").seed().has_value());
+
+  // Dropout at rate 1 (Keras' range is [0, 1]) drops everything in training.
+  RuntimeModel all_dropped({4}, {layer("Dropout", {{"rate", 1.0}})});
+  const AnyTensor dropped = all_dropped.training_call(AnyTensor(ramp<float, dynamic, 4>(2)));
+  for (const float v : dropped.values<float>()) CHECK(v == 0.0f);
+
+  // dilation_rate 1 is [1, 1]; padding and data_format in any case, as Keras standardizes them.
+  RuntimeModel conv({5, 5, 1}, {layer("Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"dilation_rate", 1}, {"padding", "SAME"},
+                                                 {"data_format", "Channels_Last"}}),
+                                layer("MaxPooling2D", {{"pool_size", 2}, {"padding", "Valid"}})});
+  CHECK(conv.output_shape() == std::vector<std::size_t>{2, 2, 2});
+  CHECK(conv.get_config()["config"]["layers"][1]["config"]["padding"] == "same");
+
+  // A number JSON text cannot hold (inf, NaN: a config built in C++) is refused, naming the key:
+  // its text would read back as another setting.
+  CHECK_THROWS_WITH_AS(RuntimeModel({4}, {layer_configs::batch_normalization(0.99, std::numeric_limits<double>::infinity())}),
+                       doctest::Contains("`epsilon` must be a finite number. Received: inf"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RuntimeModel({4}, {layer("Dropout", {{"rate", std::nan("")}})}),
+                       doctest::Contains("`rate` must be a finite number. Received: nan"), std::invalid_argument);
 }
 
 TEST_CASE("every layer setting survives a Keras config round trip; unsupported settings are errors naming layer and key") {

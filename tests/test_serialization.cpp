@@ -111,6 +111,10 @@ TEST_CASE("quantized strings that do not split into mode and source") {
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(dtype_policies::get("int8_from_mixed_bfloat15"), doctest::Contains("Cannot convert 'mixed_bfloat15'"),
                        std::invalid_argument);
+  // Python's split: the second "_from_" must start after the first, so this is the pair
+  // ("int8", "from_float32"), whose source is no policy.
+  CHECK_THROWS_WITH_AS(dtype_policies::get("int8_from_from_float32"), doctest::Contains("Cannot convert 'from_float32'"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(dtype_policies::get("int8x_from_float32"), doctest::Contains("Received: mode=int8x"),
                        std::invalid_argument);
   // A plain policy named like a quantization mode is still reachable through DTypePolicy.

@@ -69,8 +69,10 @@ using cnn_model = Sequential<P, Input<8, 8, 2>, Conv2D<6, 3, 3, activations::rel
 
 }  // namespace
 
+// bfloat16_with_float_output: a jmp-style policy whose output dtype casts the model's output.
+using bfloat16_with_float_output = Policy<bfloat16, float, float>;
 TEST_CASE_TEMPLATE("Sequential and RuntimeModel train to the same bits", P, policies::float32, policies::mixed_bfloat16,
-                   policies::mixed_float16, policies::float64, policies::bfloat16) {
+                   policies::mixed_float16, policies::float64, policies::bfloat16, bfloat16_with_float_output) {
   cnn_model<P> compiled(Conv2D<6, 3, 3, activations::relu, padding::same>(), MaxPooling2D<2>(), BatchNormalization<>(),
                         Conv2D<4, 2, 2, activations::tanh, strides<1, 2>>(), Flatten<>(), Dropout<>(0.25, "dropout", 7),
                         Dense<12, activations::gelu>("dense", weight_settings{.kernel_regularizer = regularizers::l2{0.01}}),

@@ -323,7 +323,9 @@ TEST_CASE("wrong JSON types in a model config: std::invalid_argument naming the 
       {layers({input, layer("Conv2D", {{"filters", 1}, {"kernel_size", 3}, {"groups", 1.0}})}),
        "layer 1 ('conv2d', Conv2D): `groups` is not supported by mixprec; it must be 1. Received: 1.0"},
       {layers({input, layer("Conv2D", {{"filters", 1}, {"kernel_size", 3}, {"dilation_rate", {1.0, 1}}})}),
-       "`dilation_rate` is not supported by mixprec; it must be [1,1]. Received: [1.0,1]"},
+       "`dilation_rate` must be a positive integer or a pair of them. Received: [1.0,1]"},
+      {layers({input, layer("Conv2D", {{"filters", 1}, {"kernel_size", 3}, {"dilation_rate", {2, 1}}})}),
+       "`dilation_rate` is not supported by mixprec; it must be 1 or [1,1]. Received: [2,1]"},
       {layers({input, layer("Softmax", {{"axis", -1.0}})}), "layer 1 ('softmax', Softmax): `axis` is not supported by mixprec; it must be -1. Received: -1.0"},
       {layers({input, layer("Dropout", {{"rate", "x"}})}), "layer 1 ('dropout', Dropout): `rate` must be a number. Received: \"x\""},
       {layers({input, layer("Dropout", {{"rate", 0.5}, {"seed", -1}})}), "layer 1 ('dropout', Dropout): `seed` must be a non-negative integer or null. Received: -1"},
@@ -386,10 +388,9 @@ TEST_CASE("integers in layer configs are read as integers: Dropout and initializ
     const json config = sequential({nullptr, 4}, {layer("Dropout", {{"rate", 0.25}, {"seed", seed}}),
                                                  layer("Dense", {{"units", 3}, {"kernel_initializer", initializer}})});
     const RuntimeModel model = RuntimeModel::from_config(config);
-    // Through get_config, as text and back: the same integers.
-    // A seed of 0 is mixprec's "none" (drawn from the name or the path) and is written as null.
+    // Through get_config, as text and back: the same integers (0 included: a seed, as in Keras).
     const auto same_seed = [&](const json& written_seed) {
-      return seed == 0 ? written_seed.is_null() : written_seed.get<std::uint64_t>() == seed;
+      return written_seed.is_number_unsigned() && written_seed.get<std::uint64_t>() == seed;
     };
     const json written = json::parse(nlohmann::json(model.get_config()).dump());
     CHECK(same_seed(written["config"]["layers"][1]["config"]["seed"]));

@@ -1,10 +1,11 @@
 // Dropout<Options...>(rate, name, seed): identity at inference; in training, zeroes each element
 // with probability `rate` and scales the others by 1 / (1 - rate) (in the compute dtype). The
-// draws come from the layer's generator, seeded by `seed`, or by the layer's name when it is 0.
+// draws come from the layer's generator, seeded by `seed`, or by the layer's name without one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -37,7 +38,8 @@ class Dropout : public KindLayer<Dropout<Options...>, layer_kinds::dropout, poli
   template <class X>
   using output_t = rebind_tensor_t<X, compute_dtype>;
 
-  explicit Dropout(double rate = 0.5, std::string name = "dropout", std::uint64_t seed = 0, bool trainable = true)
+  explicit Dropout(double rate = 0.5, std::string name = "dropout", initializers::seed_type seed = std::nullopt,
+                   bool trainable = true)
       : base(std::move(name), checked({rate, seed}), trainable) {}
   template <class... Other>
   explicit Dropout(const Dropout<Other...>& spec) : Dropout(spec.rate(), spec.name(), spec.seed(), spec.trainable()) {}
@@ -46,7 +48,7 @@ class Dropout : public KindLayer<Dropout<Options...>, layer_kinds::dropout, poli
   static void check_input() {}
 
   double rate() const { return this->settings().rate; }
-  std::uint64_t seed() const { return this->settings().seed; }
+  initializers::seed_type seed() const { return this->settings().seed; }
 
  private:
   static layer_kinds::dropout::settings checked(layer_kinds::dropout::settings settings) {

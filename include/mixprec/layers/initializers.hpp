@@ -1,15 +1,17 @@
 // Weight initializers (Keras' names and formulas). Values are drawn in double and rounded once
 // to the variable dtype, so a bfloat16 weight is the correctly rounded bfloat16 of its draw.
 //
-// An initializer is called as init(values, extents, default_seed). A seed of 0 (the default)
-// means "use default_seed", which layers derive from the weight's path ("dense_1/kernel"), so
-// every weight of a model gets its own, reproducible draws.
+// An initializer is called as init(values, extents, default_seed). Without a seed (the
+// default, Keras' seed=None) it uses default_seed, which layers derive from the weight's path
+// ("dense_1/kernel"), so every weight of a model gets its own, reproducible draws; a seed given
+// (0 included) is used as it is.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <span>
 #include <string_view>
@@ -48,18 +50,21 @@ constexpr std::uint64_t seed_for(std::string_view path) {
   return hash;
 }
 
-/// A seed as Keras writes it: 0, mixprec's "derived from the path or name", is Keras' null.
-inline nlohmann::ordered_json seed_config(std::uint64_t seed) {
-  return seed == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(seed);
+/// A seed, or none: drawn from the weight's path or the layer's name (Keras' seed=None).
+using seed_type = std::optional<std::uint64_t>;
+
+/// A seed as Keras writes it: none is null.
+inline nlohmann::ordered_json seed_config(seed_type seed) {
+  return seed ? nlohmann::ordered_json(*seed) : nlohmann::ordered_json(nullptr);
 }
 
 /// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)). The default for kernels.
 struct glorot_uniform {
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t> extents, std::uint64_t default_seed) const {
     const fans f = compute_fans(extents);
     const double limit = std::sqrt(6.0 / (f.in + f.out));
-    std::mt19937_64 rng(seed ? seed : default_seed);
+    std::mt19937_64 rng(seed.value_or(default_seed));
     std::uniform_real_distribution<double> uniform(-limit, limit);
     for (double& v : values) v = uniform(rng);
   }
@@ -69,9 +74,9 @@ struct glorot_uniform {
 struct random_normal {
   double mean = 0.0;
   double stddev = 0.05;
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t>, std::uint64_t default_seed) const {
-    std::mt19937_64 rng(seed ? seed : default_seed);
+    std::mt19937_64 rng(seed.value_or(default_seed));
     std::normal_distribution<double> normal(mean, stddev);
     for (double& v : values) v = normal(rng);
   }
@@ -94,9 +99,9 @@ struct ones : constant {
 struct random_uniform {
   double minval = -0.05;
   double maxval = 0.05;
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t>, std::uint64_t default_seed) const {
-    std::mt19937_64 rng(seed ? seed : default_seed);
+    std::mt19937_64 rng(seed.value_or(default_seed));
     std::uniform_real_distribution<double> uniform(minval, maxval);
     for (double& v : values) v = uniform(rng);
   }
@@ -115,19 +120,19 @@ inline void truncated_normal(std::span<double> values, double variance, std::uin
 
 /// Truncated normal with variance 2 / (fan_in + fan_out).
 struct glorot_normal {
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t> extents, std::uint64_t default_seed) const {
     const fans f = compute_fans(extents);
-    detail::truncated_normal(values, 2.0 / (f.in + f.out), seed ? seed : default_seed);
+    detail::truncated_normal(values, 2.0 / (f.in + f.out), seed.value_or(default_seed));
   }
 };
 
 /// Uniform in [-limit, limit], limit = sqrt(6 / fan_in).
 struct he_uniform {
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t> extents, std::uint64_t default_seed) const {
     const double limit = std::sqrt(6.0 / compute_fans(extents).in);
-    std::mt19937_64 rng(seed ? seed : default_seed);
+    std::mt19937_64 rng(seed.value_or(default_seed));
     std::uniform_real_distribution<double> uniform(-limit, limit);
     for (double& v : values) v = uniform(rng);
   }
@@ -135,9 +140,9 @@ struct he_uniform {
 
 /// Truncated normal with variance 2 / fan_in.
 struct he_normal {
-  std::uint64_t seed = 0;
+  seed_type seed = std::nullopt;
   void operator()(std::span<double> values, std::span<const std::size_t> extents, std::uint64_t default_seed) const {
-    detail::truncated_normal(values, 2.0 / compute_fans(extents).in, seed ? seed : default_seed);
+    detail::truncated_normal(values, 2.0 / compute_fans(extents).in, seed.value_or(default_seed));
   }
 };
 
@@ -188,7 +193,7 @@ inline any get(const nlohmann::json& identifier) {
     throw std::invalid_argument("Could not interpret initializer identifier: " + mixprec::detail::shown(identifier));
   }
   mixprec::detail::config_reader read(config, "initializer " + mixprec::detail::quote_for_message(class_name));
-  const auto seed = [&] { return read.non_negative("seed", 0); };
+  const auto seed = [&] { return read.optional_non_negative("seed"); };
   any result;
   if (class_name == "GlorotUniform") result = glorot_uniform{seed()};
   else if (class_name == "GlorotNormal") result = glorot_normal{seed()};

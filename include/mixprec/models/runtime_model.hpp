@@ -159,16 +159,19 @@ class RuntimeModel {
       name = read.raw("name").get<std::string>();
     }
     // Keras reads neither on load (the layers carry their own dtype and trainable), but they must
-    // be what Keras writes.
+    // be what Keras writes. The model's dtype is its policy (the global one if none): a policy
+    // with an output dtype of its own casts the model's output to it.
     read.boolean("trainable", true);
+    std::optional<DTypePolicy> model_policy;
     if (read.has("dtype")) {
       try {
-        dtype_policies::get(read.raw("dtype"));
+        model_policy = dtype_policies::get(read.raw("dtype"));
       } catch (const std::invalid_argument& error) {
         read.fail(std::string("`dtype`: ") + error.what());
       }
     }
     std::optional<std::vector<std::size_t>> input = read_batch_shape(read, "build_input_shape");
+    read.finish();  // a key nobody reads (a misspelt one) is an error, not ignored
 
     const nlohmann::json& first = layers.front();
     if (first.is_object() && first.contains("class_name") && first["class_name"] == "InputLayer") {
@@ -182,7 +185,9 @@ class RuntimeModel {
       throw std::invalid_argument(model_errors +
                                   ": no input shape: start with an InputLayer or give the first layer a "
                                   "'batch_input_shape'.");
-    return RuntimeModel(*input, layers, std::move(name), std::move(policies));
+    RuntimeModel model(*input, layers, std::move(name), std::move(policies));
+    if (model_policy) model.model_policy_ = *model_policy;
+    return model;
   }
 
   AnyTensor operator()(const AnyTensor& x) { return run(x, false); }
@@ -224,7 +229,16 @@ class RuntimeModel {
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const auto& l : layers_) layers.push_back(detail::keras_layer_entry(l->class_name(), l->config()));
-    return detail::sequential_config(name_, input_shape_, "float32", std::move(layers));
+    return detail::sequential_config(name_, dtype_policies::serialize(model_policy_), input_shape_, "float32",
+                                     std::move(layers));
+  }
+  /// The dtype the model's outputs come in: the last layer's compute dtype, or the output dtype
+  /// its policy names when that is another (jmp-style "p=float32,c=bfloat16,o=float32": the model
+  /// casts its output, as Sequential<Policy<bfloat16, float, float>, ...> does). The model's
+  /// policy is the global one when it was built, or its config's "dtype".
+  std::string_view output_dtype() const {
+    if (const auto cast = output_cast()) return *cast;
+    return layers_.back()->dtype_policy().compute_dtype();
   }
 
   // ---- Training (the training floor drives these: #include <mixprec/training.hpp>) ----
@@ -300,6 +314,13 @@ class RuntimeModel {
     });
     check_batch(x.batch());
     for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
+    if (const auto cast = output_cast()) {
+      cast_output_ = converted(values, output_extents(x.batch()), *cast);
+      return cast_output_.visit([](auto v) -> detail::any_span {
+        if constexpr (ComputeDType<typename decltype(v)::value_type>) return v;
+        else throw std::logic_error("RuntimeModel: an output cast to class ids");
+      });
+    }
     return values;
   }
   /// The backward pass from the gradient of the loss with respect to the output (overwritten on
@@ -334,6 +355,7 @@ class RuntimeModel {
   /// returns; the next step allocates them again.
   void release_step_buffers() noexcept {
     for (auto& l : layers_) l->release_step_buffers();
+    cast_output_ = AnyTensor();
   }
   /// Each layer's state beyond its weights (Dropout's generator), as text, for checkpoints.
   std::vector<std::string> layer_states() const {
@@ -538,7 +560,40 @@ class RuntimeModel {
     check_batch(x.batch());
     AnyTensor y = x;
     for (auto& l : layers_) y = l->call(y, training);
+    if (const auto cast = output_cast())
+      return y.visit([&](auto v) -> AnyTensor {
+        if constexpr (ComputeDType<typename decltype(v)::value_type>) return converted(v, y.extents(), *cast);
+        else throw std::logic_error("RuntimeModel: class ids out of a layer");
+      });
     return y;
+  }
+
+  /// The output dtype of the model's policy, when it is not the compute dtype (the output is cast).
+  std::optional<std::string_view> output_cast() const {
+    if (model_policy_.output_dtype() == model_policy_.compute_dtype()) return std::nullopt;
+    return model_policy_.output_dtype();
+  }
+  std::vector<std::size_t> output_extents(std::size_t batch) const {
+    std::vector<std::size_t> extents{batch};
+    extents.insert(extents.end(), output_shape_.begin(), output_shape_.end());
+    return extents;
+  }
+  /// `values` converted to the dtype named `dtype` (float16, bfloat16, float32 or float64).
+  static AnyTensor converted(detail::any_span values, std::vector<std::size_t> extents, std::string_view dtype) {
+    return with_dtype_at(*find_dtype(dtype), [&](auto type) -> AnyTensor {
+      using T = typename decltype(type)::type;
+      if constexpr (ComputeDType<T>) {
+        return std::visit(
+            [&](auto from) {
+              value_buffer<T> out(from.size());
+              kernels::convert<typename decltype(from)::value_type, T>(from, std::span(out));
+              return AnyTensor(std::move(extents), std::move(out));
+            },
+            values);
+      } else {
+        throw std::logic_error("RuntimeModel: a policy's output dtype " + std::string(dtype) + " is not a compute dtype");
+      }
+    });
   }
 
   template <class, class>
@@ -546,6 +601,10 @@ class RuntimeModel {
 
   std::string name_;
   mixed_precision::experimental::Policy policy_ = mixed_precision::experimental::global_policy();
+  /// The model's dtype policy (the global one when built, or its config's): its output dtype.
+  DTypePolicy model_policy_ = policy_.dtype_policy();
+  /// A training step's output cast to that dtype, when it casts.
+  AnyTensor cast_output_;
   detail::compiled_slot compiled_;
   std::vector<std::size_t> input_shape_;
   std::vector<std::size_t> output_shape_;

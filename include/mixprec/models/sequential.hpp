@@ -331,7 +331,11 @@ class Sequential {
   nlohmann::ordered_json get_config(std::string name = "sequential") const {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     std::apply([&](const auto&... each) { (layers.push_back(detail::sequential_layer_entry(each)), ...); }, layers_);
-    return detail::sequential_config(std::move(name), std::span(input_type::shape_type::extents).subspan(1),
+    // The model's policy, which RuntimeModel reads back for its output dtype (the infer policy has
+    // no runtime form: every layer writes its own).
+    nlohmann::ordered_json model_dtype = nullptr;
+    if constexpr (DTypePolicyType<ModelPolicy>) model_dtype = dtype_policies::serialize(to_dtype_policy(ModelPolicy{}));
+    return detail::sequential_config(std::move(name), model_dtype, std::span(input_type::shape_type::extents).subspan(1),
                                      dtype_name_v<typename input_type::dtype>, std::move(layers));
   }
 

@@ -18,12 +18,15 @@ namespace detail {
 inline DTypePolicy policy_from_string(std::string_view text) {
   for (std::string_view mode : quantization_modes) {
     if (text.substr(0, mode.size()) != mode) continue;
-    const std::size_t split = text.find("_from_");
-    if (split == std::string_view::npos || text.find("_from_", split + 1) != std::string_view::npos)
+    // Python's split("_from_") into exactly two parts: a second match starts after the first
+    // ("int8_from_from_float32" splits into "int8" and "from_float32").
+    constexpr std::string_view separator = "_from_";
+    const std::size_t split = text.find(separator);
+    if (split == std::string_view::npos || text.find(separator, split + separator.size()) != std::string_view::npos)
       throw std::invalid_argument(
           "Cannot convert `policy` into a valid pair (`mode`, `source_name`) to instantiate "
           "`QuantizedDTypePolicy`. Received: policy=" + quote_for_message(text));
-    const std::string_view source = text.substr(split + 6);
+    const std::string_view source = text.substr(split + separator.size());
     if (mode == "float8") return QuantizedFloat8DTypePolicy(text.substr(0, split), source);
     return QuantizedDTypePolicy(text.substr(0, split), source);
   }

@@ -62,8 +62,8 @@ struct window {
     std::tie(w.height, w.width) = read.pair(size_key, size_default);
     std::tie(w.stride_height, w.stride_width) =
         read.pair("strides", strides_default_to_size ? std::pair{w.height, w.width} : std::pair<std::size_t, std::size_t>{1, 1});
-    w.same = read.choice("padding", paddings) == "same";
-    read.choice("data_format", formats);
+    w.same = read.choice("padding", paddings, /*ignoring_case=*/true) == "same";
+    read.choice("data_format", formats, /*ignoring_case=*/true);
     return w;
   }
 };
@@ -178,7 +178,11 @@ struct conv2d {
     settings s;
     s.filters = read.positive("filters");
     s.window = window::read_config(read, "kernel_size", std::nullopt, false);
-    read.unsupported("dilation_rate", nlohmann::json::array({1, 1}));
+    // 1 or [1, 1], as Keras standardizes it; any other dilation is not implemented.
+    using extents = std::pair<std::size_t, std::size_t>;
+    if (read.pair("dilation_rate", extents{1, 1}) != extents{1, 1})
+      read.fail("`dilation_rate` is not supported by mixprec; it must be 1 or [1,1]. Received: " +
+                detail::shown(read.raw("dilation_rate")));
     read.unsupported("groups", 1);
     s.activation = detail::read_activation(read);
     s.use_bias = read.boolean("use_bias", true);

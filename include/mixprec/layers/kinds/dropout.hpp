@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -26,7 +27,7 @@ struct dropout : detail::weightless_kind {
   static constexpr std::string_view keras_class = "Dropout";
   struct settings {
     double rate = 0.5;
-    std::uint64_t seed = 0;  // 0: from the layer's name
+    initializers::seed_type seed = std::nullopt;  // none: from the layer's name
   };
   /// The output may be the input's own buffer.
   static constexpr bool in_place = true;
@@ -34,7 +35,7 @@ struct dropout : detail::weightless_kind {
     std::mt19937_64 generator;
   };
   static state initial_state(const settings& s, std::string_view layer_name) {
-    return {std::mt19937_64(s.seed != 0 ? s.seed : initializers::seed_for(layer_name))};
+    return {std::mt19937_64(s.seed.value_or(initializers::seed_for(layer_name)))};
   }
   /// Which elements were kept.
   template <class C>
@@ -42,10 +43,13 @@ struct dropout : detail::weightless_kind {
     std::vector<bool> kept;
   };
 
+  /// Keras' range, 1 included (everything dropped: zeros, and no gradient).
   static void check(const settings& s) {
-    if (!(s.rate >= 0.0 && s.rate < 1.0))
-      throw std::invalid_argument("Dropout: rate must be in [0, 1); got " + detail::number_text(s.rate) + ".");
+    if (!(s.rate >= 0.0 && s.rate <= 1.0))
+      throw std::invalid_argument("Dropout: rate must be in [0, 1]; got " + detail::number_text(s.rate) + ".");
   }
+  /// What kept elements are multiplied by: 1 / (1 - rate) (none are kept at rate 1).
+  static double kept_scale(const settings& s) { return s.rate < 1.0 ? 1.0 / (1.0 - s.rate) : 0.0; }
   static std::vector<std::size_t> output_shape(const settings&, std::span<const std::size_t> input) {
     return {input.begin(), input.end()};
   }
@@ -57,7 +61,7 @@ struct dropout : detail::weightless_kind {
       return;
     }
     std::bernoulli_distribution keep(1.0 - a.settings.rate);
-    const double scale = 1.0 / (1.0 - a.settings.rate);
+    const double scale = kept_scale(a.settings);
     if (a.saved) a.saved->kept.assign(a.x.size(), false);
     for (std::size_t i = 0; i < a.x.size(); ++i) {
       const bool kept = keep(a.state.generator);
@@ -69,7 +73,7 @@ struct dropout : detail::weightless_kind {
   template <class C, class V>
   static void backward(const detail::backward_args<dropout, C, V>& a) {
     if (a.dx.empty()) return;
-    const double scale = 1.0 / (1.0 - a.settings.rate);
+    const double scale = kept_scale(a.settings);
     for (std::size_t i = 0; i < a.dy.size(); ++i)
       a.dx[i] = a.saved.kept[i] ? cast<C>(static_cast<double>(cast<double>(a.dy[i])) * scale) : cast<C>(0);
   }
@@ -82,7 +86,7 @@ struct dropout : detail::weightless_kind {
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.rate = read.number("rate");
-    s.seed = read.non_negative("seed", 0);  // null or absent: from the layer's name
+    s.seed = read.optional_non_negative("seed");  // null or absent: from the layer's name
     read.unsupported("noise_shape");
     try {
       check(s);

@@ -26,20 +26,22 @@ inline nlohmann::ordered_json keras_layer_entry(std::string_view class_name, nlo
   return {{"module", "keras.layers"}, {"class_name", class_name}, {"config", std::move(config)}};
 }
 
-/// The model's config: an InputLayer of the input's dtype and shape past the batch axis (which
-/// the config writes null), then the layers' entries.
-inline nlohmann::ordered_json sequential_config(std::string name, std::span<const std::size_t> input_shape,
-                                                std::string_view input_dtype, nlohmann::ordered_json layers) {
+/// The model's config: its dtype policy (serialized, as Keras writes a model's; null: none to
+/// write), an InputLayer of the input's dtype and shape past the batch axis (which the config
+/// writes null), then the layers' entries.
+inline nlohmann::ordered_json sequential_config(std::string name, const nlohmann::ordered_json& model_dtype,
+                                                std::span<const std::size_t> input_shape, std::string_view input_dtype,
+                                                nlohmann::ordered_json layers) {
   nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
   for (std::size_t e : input_shape) batch_shape.push_back(e);
   const nlohmann::ordered_json input_layer = {
       {"class_name", "InputLayer"},
       {"config", {{"batch_shape", batch_shape}, {"dtype", input_dtype}, {"name", "input_layer"}}}};
   layers.insert(layers.begin(), input_layer);
-  return {{"module", "keras"},
-          {"class_name", "Sequential"},
-          {"config", {{"name", std::move(name)}, {"layers", std::move(layers)}}},
-          {"registered_name", nullptr}};
+  nlohmann::ordered_json config = {{"name", std::move(name)}};
+  if (!model_dtype.is_null()) config["dtype"] = model_dtype;
+  config["layers"] = std::move(layers);
+  return {{"module", "keras"}, {"class_name", "Sequential"}, {"config", std::move(config)}, {"registered_name", nullptr}};
 }
 
 }  // namespace mixprec::detail

@@ -4,6 +4,7 @@
 // and schedules all read their configs through it.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/number_text.hpp>
 #include <mixprec/runtime/detail/message_text.hpp>
 
 namespace mixprec::detail {
@@ -46,7 +48,11 @@ class config_reader {
       fail("`" + std::string(key) + "` must be a number. Received: " + received(key));
     }
     if (!config_[key].is_number()) fail("`" + std::string(key) + "` must be a number. Received: " + received(key));
-    return config_[key].get<double>();
+    const double value = config_[key].get<double>();
+    // A JSON built in C++ can hold inf or NaN, which its text writes as null: rejected, so that a
+    // config saved and read back cannot silently mean another setting.
+    if (!std::isfinite(value)) fail("`" + std::string(key) + "` must be a finite number. Received: " + number_text(value));
+    return value;
   }
   std::optional<double> optional_number(const char* key) {
     if (!has(key)) {
@@ -66,9 +72,10 @@ class config_reader {
     return value.get<std::int64_t>();
   }
   /// A non-negative integer up to 2^64 - 1 (a seed); `fallback` when absent or null.
-  std::uint64_t non_negative(const char* key, std::uint64_t fallback) {
+  /// An integer in [0, 2^64), or nothing (null or absent: a seed not given).
+  std::optional<std::uint64_t> optional_non_negative(const char* key) {
     read_.insert(key);
-    if (!has(key)) return fallback;
+    if (!has(key)) return std::nullopt;
     const std::optional<std::uint64_t> value = non_negative_value(config_[key]);
     if (!value) fail("`" + std::string(key) + "` must be a non-negative integer or null. Received: " + received(key));
     return *value;
@@ -103,13 +110,18 @@ class config_reader {
     if (!config_[key].is_boolean()) fail("`" + std::string(key) + "` must be true or false. Received: " + received(key));
     return config_[key].get<bool>();
   }
-  /// One of `choices` (the first when the key is absent).
-  std::string_view choice(const char* key, std::span<const std::string_view> choices) {
+  /// One of `choices` (the first when the key is absent); `ignoring_case`: in any case, as Keras
+  /// reads padding and data_format ("SAME" is "same").
+  std::string_view choice(const char* key, std::span<const std::string_view> choices, bool ignoring_case = false) {
     read_.insert(key);
     if (!has(key)) return choices.front();
-    if (config_[key].is_string())
+    if (config_[key].is_string()) {
+      std::string given = config_[key].get<std::string>();
+      if (ignoring_case)
+        for (char& c : given) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
       for (std::string_view option : choices)
-        if (config_[key].get_ref<const std::string&>() == option) return option;
+        if (given == option) return option;
+    }
     std::string accepted;
     for (std::string_view option : choices) accepted += (accepted.empty() ? "\"" : ", \"") + std::string(option) + "\"";
     fail("`" + std::string(key) + "` must be one of " + accepted + ". Received: " + received(key));
