@@ -473,6 +473,13 @@ TEST_CASE("Keras' readings of layer configs: a seed of 0, Dropout at rate 1, dil
   const AnyTensor dropped = all_dropped.training_call(AnyTensor(ramp<float, dynamic, 4>(2)));
   for (const float v : dropped.values<float>()) CHECK(v == 0.0f);
 
+  // Softmax over axis 1 of (batch, 4) is its last axis, as -1 is (as BatchNormalization's axis).
+  RuntimeModel softmax_last({4}, {layer("Softmax", {{"axis", 1}})});
+  CHECK(softmax_last.get_config()["config"]["layers"][1]["config"]["axis"] == 1);
+  const AnyTensor probabilities = softmax_last(AnyTensor(ramp<float, dynamic, 4>(1)));
+  RuntimeModel softmax_default({4}, {layer("Softmax", nlohmann::json::object())});
+  CHECK(softmax_default(AnyTensor(ramp<float, dynamic, 4>(1))).values<float>()[2] == probabilities.values<float>()[2]);
+
   // dilation_rate 1 is [1, 1]; padding and data_format in any case, as Keras standardizes them.
   RuntimeModel conv({5, 5, 1}, {layer("Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"dilation_rate", 1}, {"padding", "SAME"},
                                                  {"data_format", "Channels_Last"}}),

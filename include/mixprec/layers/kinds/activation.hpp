@@ -5,7 +5,10 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -52,11 +55,22 @@ struct softmax : activation {
   static constexpr std::string_view keras_class = "Softmax";
   struct settings : activation::settings {
     settings() : activation::settings{kernels::activation::softmax} {}
+    /// The axis as a config gives it: -1, or the last axis's index counting the batch axis.
+    std::int64_t axis = -1;
   };
-  static void write_config(const settings&, nlohmann::ordered_json& config) { config["axis"] = -1; }
+  static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
+    const auto last = static_cast<std::int64_t>(input.size());  // its index, the batch axis being 0
+    if (s.axis != -1 && s.axis != last)
+      throw std::invalid_argument("Softmax runs over the last axis only: axis=-1, or " + std::to_string(last) +
+                                  " for inputs of rank " + std::to_string(last + 1) + " (with the batch axis). Received: axis=" +
+                                  std::to_string(s.axis));
+    return {input.begin(), input.end()};
+  }
+  static void write_config(const settings& s, nlohmann::ordered_json& config) { config["axis"] = s.axis; }
   static settings read_config(detail::config_reader& read) {
-    read.unsupported("axis", -1);
-    return {};
+    settings s;
+    s.axis = read.integer("axis", -1);
+    return s;
   }
 };
 
