@@ -266,6 +266,24 @@ TEST_CASE("frozen layers and trainable_weights") {
   frozen.layer<0>().set_trainable(true);
   frozen.train_on_batch(x, y);
   CHECK(frozen.optimizer().iterations() == 1);
+
+  // A layer frozen after the optimizer's first step: its slots are for the old weights, so the
+  // step says to compile again, as Keras needs, and changes nothing.
+  Sequential<policies::float32, Input<4>, Dense<3>, Dense<2>> two;
+  two.compile(optimizers::SGD(0.1, 0.9), losses::MeanSquaredError());
+  two.train_on_batch(x, y);
+  two.layer<0>().set_trainable(false);
+  const auto kernel_values = two.layer<1>().kernel.value().values();
+  const std::vector<float> kernel_now(kernel_values.begin(), kernel_values.end());
+  CHECK_THROWS_WITH_AS(two.train_on_batch(x, y), doctest::Contains("received 2 variables, but the optimizer was built for 4 "
+                                                                   "(the slots were made at the first apply(); a model whose "
+                                                                   "trainable weights changed since, a layer frozen, unfrozen "
+                                                                   "or quantized, must be compiled again)."),
+                       std::invalid_argument);
+  CHECK(std::vector<float>(kernel_values.begin(), kernel_values.end()) == kernel_now);
+  two.compile(optimizers::SGD(0.1, 0.9), losses::MeanSquaredError());
+  two.train_on_batch(x, y);
+  CHECK(std::vector<float>(kernel_values.begin(), kernel_values.end()) != kernel_now);
 }
 
 TEST_CASE("dtypes: float32 gradients and slots under mixed policies, float16 under float16") {

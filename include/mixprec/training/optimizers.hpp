@@ -138,9 +138,13 @@ class Optimizer {
   /// (LossScaleOptimizer's unscaling) calls it before it does.
   void check(std::span<const gradient_and_variable> pairs) const {
     const std::string owner(class_name());
+    // What a model's trainable weights changing after its optimizer's first step gives (a layer
+    // frozen, unfrozen or quantized on its own): Keras needs a new compile() then, and so here.
+    const std::string rebuilt = " (the slots were made at the first apply(); a model whose trainable weights changed "
+                                "since, a layer frozen, unfrozen or quantized, must be compiled again).";
     if (built() && pairs.size() != shapes_.size())
       throw std::invalid_argument(owner + ": apply() received " + std::to_string(pairs.size()) +
-                                  " variables, but the optimizer was built for " + std::to_string(shapes_.size()) + ".");
+                                  " variables, but the optimizer was built for " + std::to_string(shapes_.size()) + rebuilt);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       std::visit(
           [&](const auto& p) {
@@ -156,7 +160,7 @@ class Optimizer {
         throw std::invalid_argument(owner + ": variable " + std::to_string(i) + " is " +
                                     std::string(dtype_and_size(pairs[i]).first) + " with " +
                                     std::to_string(dtype_and_size(pairs[i]).second) + " values, but the optimizer was built for " +
-                                    std::string(shapes_[i].first) + " with " + std::to_string(shapes_[i].second) + ".");
+                                    std::string(shapes_[i].first) + " with " + std::to_string(shapes_[i].second) + rebuilt);
     }
   }
 
