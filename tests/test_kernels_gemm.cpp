@@ -764,6 +764,13 @@ TEST_CASE("span overloads refuse a C over the elements of A or B it would read, 
   std::vector<float> tight(3 + 6 + 2);
   kernels::gemm<float, float, float>(transpose::no, transpose::no, 1, 2, 3, 1.0f, std::span<const float>(tight).first(5), 3,
                                      std::span<const float>(tight).subspan(3, 6), 2, 0.0f, std::span(tight).subspan(9), 2);
+  // The elements, not the footprint: a C in the gaps between A's rows (lda = ldc = 4, k = n = 2)
+  // is apart from A, and computed as with separate buffers.
+  std::vector<float> interleaved{1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0, 0};
+  const std::vector<float> identity{1, 0, 0, 1};
+  kernels::gemm<float, float, float>(transpose::no, transpose::no, 3, 2, 2, 1.0f, std::span<const float>(interleaved).first(10),
+                                     4, identity, 2, 0.0f, std::span(interleaved).subspan(2, 10), 4);
+  CHECK(interleaved == std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4, 5, 6, 5, 6});
   // The packed-B GEMM checks the same (the int8 GEMM: test_kernels_quantize).
   const auto packed = kernels::pack_b<float>(transpose::no, 3, 2, std::span<const float>(before).first(6), 2);
   std::vector<float> ac(6, 1.0f);

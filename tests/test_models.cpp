@@ -295,6 +295,10 @@ TEST_CASE("bad runtime configs are clear errors naming the layer") {
   CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Functional"}}); }).starts_with("Invalid Sequential config"));
   CHECK(error([] { RuntimeModel::from_config(nlohmann::json{{"class_name", "Sequential"}, {"config", {{"layers", {dense(3)}}}}}); })
             .find("no input shape") != std::string::npos);
+  // A null name or dtype is Keras' none: the defaults.
+  CHECK(RuntimeModel::from_config(nlohmann::json::parse(R"({"class_name": "Sequential", "config": {"name": null,
+        "dtype": null, "layers": [{"class_name": "InputLayer", "config": {"batch_shape": [null, 4]}},
+        {"class_name": "Dense", "config": {"units": 2}}]}})")).name() == "sequential");
   // A key of the model's config that nobody reads (a misspelt one) is an error.
   CHECK(error([] {
     RuntimeModel::from_config(nlohmann::json::parse(R"({"class_name": "Sequential", "config": {"name": "m",

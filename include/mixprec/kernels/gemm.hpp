@@ -11,9 +11,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -59,11 +62,33 @@ inline void check_extent(const gemm_operand& operand, std::size_t size) {
   if (!needed || size < *needed) throw_extent_error(operand, size, needed);
 }
 
+/// Whether the rows of one strided operand share a byte with the rows of another: a walk over
+/// both row lists in address order (each operand's rows lie apart: ld >= row length), so a C in
+/// the gaps between A's rows (lda > k) is apart from A.
+template <class In, class Out>
+bool rows_overlap(const gemm_operand& input, const In* in, const gemm_operand& c, const Out* out) {
+  const auto address = [](const auto* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  const std::uintptr_t in_row = input.ld * sizeof(In), out_row = c.ld * sizeof(Out);
+  const std::uintptr_t in_length = input.row_length * sizeof(In), out_length = c.row_length * sizeof(Out);
+  std::size_t i = 0, j = 0;
+  while (i < input.rows && j < c.rows) {
+    const std::uintptr_t in_begin = address(in) + i * in_row, out_begin = address(out) + j * out_row;
+    if (in_begin + in_length <= out_begin) ++i;
+    else if (out_begin + out_length <= in_begin) ++j;
+    else return true;
+  }
+  return false;
+}
+
 /// The elements gemm reads of an input and writes of C must lie apart (C written over a block of
 /// A or B that a later depth block reads again gives wrong values silently); after check_extent.
 template <class In, class Out>
 void check_apart_from_c(const gemm_operand& input, std::span<In> in, const gemm_operand& c, std::span<Out> out) {
-  mixprec::detail::check_disjoint(in.first(*extent(input)), out.first(*extent(c)), "gemm", input.matrix, c.matrix);
+  const auto in_used = in.first(*extent(input));
+  const auto out_used = out.first(*extent(c));
+  if (mixprec::detail::overlap(in_used, out_used) && rows_overlap(input, in_used.data(), c, out_used.data()))
+    throw std::invalid_argument(std::string("gemm: ") + input.matrix + " and " + c.matrix +
+                                " overlap; they must lie apart.");
 }
 
 struct gemm_operands {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -176,6 +177,16 @@ struct lent_output {
   std::span<C> values;
   kernels::activation activation;
 };
+
+/// A config's axis must be the last one of inputs of shape `input` (batch excluded): -1, or its
+/// index counting the batch axis, as Keras reads both. `what` begins the error: "Softmax runs over".
+inline void check_last_axis(std::int64_t axis, std::span<const std::size_t> input, const char* what) {
+  const auto last = static_cast<std::int64_t>(input.size());  // its index, the batch axis being 0
+  if (axis != -1 && axis != last)
+    throw std::invalid_argument(std::string(what) + " the last axis only: axis=-1, or " + std::to_string(last) +
+                                " for inputs of rank " + std::to_string(last + 1) + " (with the batch axis). Received: axis=" +
+                                std::to_string(axis));
+}
 
 /// The Keras config entries of a regularizer slot (null when none).
 inline nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {

@@ -154,6 +154,7 @@ class RuntimeModel {
                 (read.has("layers") ? detail::shown(read.raw("layers")) : std::string("nothing")));
     std::vector<nlohmann::json> layers(read.raw("layers").begin(), read.raw("layers").end());
     std::string name = "sequential";
+    read.skip("name");  // null or absent: the default
     if (read.has("name")) {
       if (!read.raw("name").is_string()) read.fail("`name` must be a string. Received: " + detail::shown(read.raw("name")));
       name = read.raw("name").get<std::string>();
@@ -163,6 +164,7 @@ class RuntimeModel {
     // with an output dtype of its own casts the model's output to it.
     read.boolean("trainable", true);
     std::optional<DTypePolicy> model_policy;
+    read.skip("dtype");  // null or absent: the global policy
     if (read.has("dtype")) {
       try {
         model_policy = dtype_policies::get(read.raw("dtype"));
@@ -568,9 +570,11 @@ class RuntimeModel {
     return y;
   }
 
-  /// The output dtype of the model's policy, when it is not the compute dtype (the output is cast).
+  /// The output dtype of the model's policy, when it is not the compute dtype (the output is
+  /// cast); a quantized policy casts nothing, as Sequential's does not.
   std::optional<std::string_view> output_cast() const {
-    if (model_policy_.output_dtype() == model_policy_.compute_dtype()) return std::nullopt;
+    if (model_policy_.quantization_mode() || model_policy_.output_dtype() == model_policy_.compute_dtype())
+      return std::nullopt;
     return model_policy_.output_dtype();
   }
   std::vector<std::size_t> output_extents(std::size_t batch) const {

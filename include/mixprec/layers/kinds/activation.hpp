@@ -7,8 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,11 +57,7 @@ struct softmax : activation {
     std::int64_t axis = -1;
   };
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
-    const auto last = static_cast<std::int64_t>(input.size());  // its index, the batch axis being 0
-    if (s.axis != -1 && s.axis != last)
-      throw std::invalid_argument("Softmax runs over the last axis only: axis=-1, or " + std::to_string(last) +
-                                  " for inputs of rank " + std::to_string(last + 1) + " (with the batch axis). Received: axis=" +
-                                  std::to_string(s.axis));
+    detail::check_last_axis(s.axis, input, "Softmax runs over");
     return {input.begin(), input.end()};
   }
   static void write_config(const settings& s, nlohmann::ordered_json& config) { config["axis"] = s.axis; }

@@ -63,11 +63,7 @@ struct batch_normalization {
 
   static std::vector<std::size_t> output_shape(const settings& s, std::span<const std::size_t> input) {
     if (input.empty()) throw std::invalid_argument("BatchNormalization needs inputs with a channel axis.");
-    const auto last = static_cast<std::int64_t>(input.size());  // its index, the batch axis being 0
-    if (s.axis != -1 && s.axis != last)
-      throw std::invalid_argument("BatchNormalization normalizes the last axis only: axis=-1, or " + std::to_string(last) +
-                                  " for inputs of rank " + std::to_string(last + 1) + " (with the batch axis). Received: axis=" +
-                                  std::to_string(s.axis));
+    detail::check_last_axis(s.axis, input, "BatchNormalization normalizes");
     return {input.begin(), input.end()};
   }
   static std::vector<detail::weight_spec> weights(const settings& s, std::span<const std::size_t> input) {
