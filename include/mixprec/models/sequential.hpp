@@ -80,17 +80,27 @@ struct model_input_mismatch {
   static constexpr bool reported = true;
 };
 
+/// The layer and input types the fold below has resolved so far. Not a std::tuple: each step's
+/// operator>> is found by argument-dependent lookup, which completes the class types among the
+/// arguments' template arguments, and a std::tuple of every prefix of the layers and of their
+/// inputs is a quadratic number of classes (a quarter of a test file full of models, by clang's
+/// -ftime-trace).
+template <class... T>
+struct type_list {};
+
 /// The state of the type-level fold over the layers: the current tensor type, the position,
 /// the layers resolved so far and the input type of each.
-template <class ModelPolicy, class X, std::size_t Position, class Layers = std::tuple<>, class Inputs = std::tuple<>>
-struct wiring {
+template <class ModelPolicy, class X, std::size_t Position, class Layers = type_list<>, class Inputs = type_list<>>
+struct wiring;
+template <class ModelPolicy, class X, std::size_t Position, class... Resolved, class... Inputs>
+struct wiring<ModelPolicy, X, Position, type_list<Resolved...>, type_list<Inputs...>> {
   using output = X;
-  using layers = Layers;
-  using inputs = Inputs;
+  using layers = std::tuple<Resolved...>;
+  using inputs = std::tuple<Inputs...>;  // named, for std::tuple_element_t, not instantiated
 };
 
 template <class ModelPolicy, class X, std::size_t Position, class... Resolved, class... Inputs, class L>
-auto operator>>(wiring<ModelPolicy, X, Position, std::tuple<Resolved...>, std::tuple<Inputs...>>,
+auto operator>>(wiring<ModelPolicy, X, Position, type_list<Resolved...>, type_list<Inputs...>>,
                 std::type_identity<L>) {
   using default_policy =
       std::conditional_t<std::is_same_v<ModelPolicy, InferPolicy>, Policy<typename X::dtype>, ModelPolicy>;
@@ -99,9 +109,9 @@ auto operator>>(wiring<ModelPolicy, X, Position, std::tuple<Resolved...>, std::t
   if constexpr (std::is_void_v<Y>) {
     static_assert(layer_cannot_take_its_input<Position, L, typename shown_shape<X>::type, typename X::dtype>::reported);
     // Carry on with the same tensor, so that one mistake is reported once.
-    return wiring<ModelPolicy, X, Position + 1, std::tuple<Resolved..., layer>, std::tuple<Inputs..., X>>{};
+    return wiring<ModelPolicy, X, Position + 1, type_list<Resolved..., layer>, type_list<Inputs..., X>>{};
   } else {
-    return wiring<ModelPolicy, Y, Position + 1, std::tuple<Resolved..., layer>, std::tuple<Inputs..., X>>{};
+    return wiring<ModelPolicy, Y, Position + 1, type_list<Resolved..., layer>, type_list<Inputs..., X>>{};
   }
 }
 
