@@ -3,6 +3,7 @@
 // every 16-bit and 8-bit pattern, ragged lengths and unaligned starts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -234,8 +236,23 @@ TEST_CASE("target control") {
   {
     kernels::target_scope scope(supported.back());
     CHECK(kernels::active_target() == supported.back());
+    // A refused name leaves the forced target as it was, and the message lists every target
+    // the CPU supports, not only the forced one.
+    std::string listed = "Targets compiled in and supported by this CPU: ";
+    for (std::size_t i = 0; i < supported.size(); ++i) listed += (i == 0 ? "" : ", ") + supported[i];
+    listed += ".";
+    CHECK_THROWS_WITH_AS(kernels::force_target("NEON9"), doctest::Contains(listed.c_str()), std::invalid_argument);
+    CHECK(kernels::active_target() == supported.back());
+    CHECK(kernels::supported_targets() == std::vector<std::string>{supported.back()});
+    // So does a target compiled in that the CPU lacks (none on a CPU that runs them all).
+    for (const auto& target : compiled) {
+      if (std::find(supported.begin(), supported.end(), target) != supported.end()) continue;
+      CHECK_THROWS_AS(kernels::force_target(target), std::invalid_argument);
+      CHECK(kernels::active_target() == supported.back());
+    }
   }
   CHECK(kernels::active_target() == supported.front());
+  CHECK(kernels::supported_targets() == supported);
 }
 
 template <class From, class To>

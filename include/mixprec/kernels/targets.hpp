@@ -22,7 +22,7 @@ MIXPREC_KERNEL_API std::vector<std::string> supported_targets();
 /// The target the kernels dispatch to now.
 MIXPREC_KERNEL_API std::string active_target();
 /// Makes every kernel run `name`'s code; throws std::invalid_argument naming the supported
-/// targets if `name` is not one of them.
+/// targets if `name` is not one of them, and then leaves the target as it was.
 MIXPREC_KERNEL_API void force_target(std::string_view name);
 /// Back to the best supported target.
 MIXPREC_KERNEL_API void reset_target();

@@ -39,15 +39,20 @@ MIXPREC_KERNEL_API std::string active_target() {
 }
 
 MIXPREC_KERNEL_API void force_target(std::string_view name) {
+  // While a target is forced, SupportedTargets() reports that one alone: the CPU's own set is
+  // read with the forcing lifted, and a refused name puts the forcing back as it was.
+  const std::int64_t before = hwy::SupportedTargets();
+  hwy::SetSupportedTargetsForTest(0);
+  const std::int64_t cpu = hwy::SupportedTargets();
   for (std::int64_t bit : detail::compiled_target_bits()) {
-    if (name != hwy::TargetName(bit)) continue;
-    hwy::SetSupportedTargetsForTest(0);
-    if ((hwy::SupportedTargets() & bit) == 0) break;  // compiled, but this CPU lacks it
-    hwy::SetSupportedTargetsForTest(bit);
-    return;
+    if (name == hwy::TargetName(bit) && (cpu & bit) != 0) {
+      hwy::SetSupportedTargetsForTest(bit);
+      return;
+    }
   }
   std::string supported;
   for (const auto& target : kernels::supported_targets()) supported += (supported.empty() ? "" : ", ") + target;
+  hwy::SetSupportedTargetsForTest(before == cpu ? 0 : before);
   throw std::invalid_argument("Cannot force the kernel target '" + std::string(name) +
                               "'. Targets compiled in and supported by this CPU: " + supported + ".");
 }
