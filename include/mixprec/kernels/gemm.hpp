@@ -15,8 +15,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -87,8 +85,7 @@ void check_apart_from_c(const gemm_operand& input, std::span<In> in, const gemm_
   const auto in_used = in.first(*extent(input));
   const auto out_used = out.first(*extent(c));
   if (mixprec::detail::overlap(in_used, out_used) && rows_overlap(input, in_used.data(), c, out_used.data()))
-    throw std::invalid_argument(std::string("gemm: ") + input.matrix + " and " + c.matrix +
-                                " overlap; they must lie apart.");
+    mixprec::detail::throw_overlap("gemm", input.matrix, c.matrix);
 }
 
 struct gemm_operands {

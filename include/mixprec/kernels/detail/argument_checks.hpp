@@ -48,11 +48,15 @@ bool overlap(std::span<A> a, std::span<B> b) {
          before(b_bytes.data(), a_bytes.data() + a_bytes.size());
 }
 
+/// The error of two arguments that overlap: `what` names the kernel.
+[[noreturn]] inline void throw_overlap(const char* what, const char* a_name, const char* b_name) {
+  throw std::invalid_argument(std::string(what) + ": " + a_name + " and " + b_name + " overlap; they must lie apart.");
+}
+
 /// Throws unless the memory of `a` and `b` lies apart: a kernel would read an input after
 /// writing an output over it.
 template <class A, class B>
 void check_disjoint(std::span<A> a, std::span<B> b, const char* what, const char* a_name, const char* b_name) {
-  if (overlap(a, b))
-    throw std::invalid_argument(std::string(what) + ": " + a_name + " and " + b_name + " overlap; they must lie apart.");
+  if (overlap(a, b)) throw_overlap(what, a_name, b_name);
 }
 }  // namespace mixprec::detail
