@@ -58,7 +58,7 @@ foreach(header IN LISTS public_headers)
 endforeach()
 
 # compile_fail/<name>.cpp: must fail to compile, printing the text of its "// expect: " line;
-# with -DMIXPREC_COMPILE_FAIL_CONTROL all of them compile, together (unity_check.cmake), so that
+# with -DMIXPREC_COMPILE_FAIL_CONTROL all of them compile, together (unity.cmake), so that
 # each failure is the intended one.
 file(GLOB compile_fail_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/*.cpp)
 foreach(source IN LISTS compile_fail_sources)
@@ -72,7 +72,7 @@ list(JOIN compile_fail_sources "|" compile_fail_list)
 add_test(NAME compile_fail.controls
   COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} "-DSOURCES=${compile_fail_list}"
           -DDEFINES=MIXPREC_COMPILE_FAIL_CONTROL -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/compile_fail_controls.cpp
-          -P ${CMAKE_CURRENT_SOURCE_DIR}/unity_check.cmake)
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/unity.cmake)
 set_tests_properties(compile_fail.controls PROPERTIES LABELS "compile_fail" COST 40)
 
 # The README's C++ blocks compile, all of them in one translation unit (tests/readme/).
@@ -98,7 +98,7 @@ foreach(case_and_message IN ITEMS "unclosed_context|the context comment at line 
 endforeach()
 
 # Every benchmark compiles (-fsyntax-only: parsed and its templates instantiated, not optimized),
-# all of them in one translation unit (unity_check.cmake): the test build leaves the benchmark
+# all of them in one translation unit (unity.cmake): the test build leaves the benchmark
 # programs to scripts/run bench, since building them at -O3 took 185 s of one core, a sixth of
 # that build; checked one by one, they took 63 s.
 file(GLOB benchmark_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/benchmarks/*.cpp)
@@ -106,7 +106,7 @@ list(JOIN benchmark_sources "|" benchmark_list)
 add_test(NAME benchmark_compiles
   COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} "-DSOURCES=${benchmark_list}"
           "-DEXTRA_FLAGS=-Wshadow|-Wconversion|-Wno-sign-conversion|-I${PROJECT_SOURCE_DIR}/tests|-I${PROJECT_SOURCE_DIR}/examples"
-          -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/benchmark_compiles.cpp -P ${CMAKE_CURRENT_SOURCE_DIR}/unity_check.cmake)
+          -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/benchmark_compiles.cpp -P ${CMAKE_CURRENT_SOURCE_DIR}/unity.cmake)
 set_tests_properties(benchmark_compiles PROPERTIES LABELS "benchmarks" COST 60)
 
 # Explicit -march, compiled (not run) with optimization so that the optimizer's warnings show:
