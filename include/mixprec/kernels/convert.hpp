@@ -80,8 +80,10 @@ void convert(const From& from, To&& to, overflow_mode overflow = overflow_mode::
 }
 
 /// Keras' int8 quantization of a span: to[i] = clamp(round_half_even(from[i] * scale), -127, 127).
-/// NaN gives 0.
-inline void quantize_int8(std::span<const float> from, float scale, std::span<std::int8_t> to) {
+/// NaN gives 0. (A template only so that header-only mode compiles its kernel, for every target,
+/// where it is called.)
+template <class Deferred = void>
+void quantize_int8(std::span<const float> from, float scale, std::span<std::int8_t> to) {
   mixprec::detail::check_same_size(from.size(), to.size(), "quantize_int8");
   detail::quantize_f32_to_i8(from.data(), scale, to.data(), from.size());
 }
@@ -95,9 +97,9 @@ template <class From, class To>
                                                             overflow_mode overflow = overflow_mode::ieee) {
   kernels::convert(from, to, overflow);
 }
-[[deprecated("use mixprec::kernels::quantize_int8")]] inline void quantize_int8(std::span<const float> from,
-                                                                               float scale,
-                                                                               std::span<std::int8_t> to) {
+template <class Deferred = void>
+[[deprecated("use mixprec::kernels::quantize_int8")]] void quantize_int8(std::span<const float> from, float scale,
+                                                                        std::span<std::int8_t> to) {
   kernels::quantize_int8(from, scale, to);
 }
 

@@ -73,8 +73,10 @@ inline void check_int8_size(std::size_t size, std::size_t expected, const char* 
 /// of threads. k == 0 sets C to zero without reading A or B. Throws std::invalid_argument
 /// before anything is written if a leading dimension is shorter than its row, or if
 /// k > 131071 (= detail::gemm_int8_max_depth: beyond it a sum of k products (-128)(-128) no
-/// longer fits in int32).
-inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
+/// longer fits in int32). (The int8 overloads are templates only so that header-only mode
+/// compiles the int8 GEMM, for every target, where it is called.)
+template <class Deferred = void>
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
                  const std::int8_t* a, std::size_t lda, const std::int8_t* b, std::size_t ldb, std::int32_t* c,
                  std::size_t ldc) {
   detail::gemm_operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
@@ -84,7 +86,8 @@ inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_
 
 /// The same on spans, which must hold every element gemm touches, A and B apart from C (else
 /// std::invalid_argument).
-inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
+template <class Deferred = void>
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
                  std::span<const std::int8_t> a, std::size_t lda, std::span<const std::int8_t> b, std::size_t ldb,
                  std::span<std::int32_t> c, std::size_t ldc) {
   const detail::gemm_operands operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
@@ -93,7 +96,7 @@ inline void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_
   detail::check_extent(operands.c, c.size());
   detail::check_apart_from_c(operands.a, a, operands.c, c);
   detail::check_apart_from_c(operands.b, b, operands.c, c);
-  gemm(trans_a, trans_b, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+  gemm<Deferred>(trans_a, trans_b, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
 }
 
 /// Keras' abs-max int8 quantization of each row of x (rows x cols, row-major, contiguous), as

@@ -192,11 +192,19 @@ class RuntimeModel {
     return model;
   }
 
-  AnyTensor operator()(const AnyTensor& x) { return run(x, false); }
-  AnyTensor training_call(const AnyTensor& x) { return run(x, true); }
+  // Templates only so that header-only mode compiles a call (its output cast: every dtype pair's
+  // conversion kernel) where a model is called, not in every unit that includes this header.
+  template <class Deferred = void>
+  AnyTensor operator()(const AnyTensor& x) {
+    return run<Deferred>(x, false);
+  }
+  template <class Deferred = void>
+  AnyTensor training_call(const AnyTensor& x) {
+    return run<Deferred>(x, true);
+  }
   template <class T, std::size_t... E>
   AnyTensor operator()(const Tensor<T, E...>& x) {
-    return run(AnyTensor(x), false);
+    return run<void>(AnyTensor(x), false);
   }
 
   const std::string& name() const { return name_; }
@@ -304,7 +312,9 @@ class RuntimeModel {
   std::vector<weight_handle> non_trainable_weights() { return weights_where(false); }
 
   /// A training step's forward pass: every layer records what its backward pass needs; returns
-  /// the output, valid until the next step or release_step_buffers().
+  /// the output, valid until the next step or release_step_buffers(). (A template for the reason
+  /// operator() is.)
+  template <class Deferred = void>
   detail::any_span forward_for_training(const AnyTensor& x) {
     check_input(x);
     detail::any_span values = x.visit([&](auto v) -> detail::any_span {
@@ -317,7 +327,7 @@ class RuntimeModel {
     check_batch(x.batch());
     for (auto& l : layers_) values = l->forward_for_training(x.batch(), values);
     if (const auto cast = output_cast()) {
-      cast_output_ = converted(values, output_extents(x.batch()), *cast);
+      cast_output_ = converted<Deferred>(values, output_extents(x.batch()), *cast);
       return cast_output_.visit([](auto v) -> detail::any_span {
         if constexpr (ComputeDType<typename decltype(v)::value_type>) return v;
         else throw std::logic_error("RuntimeModel: an output cast to class ids");
@@ -557,6 +567,7 @@ class RuntimeModel {
     for (const auto& l : layers_) l->check_batch(batch);
   }
 
+  template <class Deferred>
   AnyTensor run(const AnyTensor& x, bool training) {
     check_input(x);
     check_batch(x.batch());
@@ -564,7 +575,7 @@ class RuntimeModel {
     for (auto& l : layers_) y = l->call(y, training);
     if (const auto cast = output_cast())
       return y.visit([&](auto v) -> AnyTensor {
-        if constexpr (ComputeDType<typename decltype(v)::value_type>) return converted(v, y.extents(), *cast);
+        if constexpr (ComputeDType<typename decltype(v)::value_type>) return converted<Deferred>(v, y.extents(), *cast);
         else throw std::logic_error("RuntimeModel: class ids out of a layer");
       });
     return y;
@@ -583,6 +594,7 @@ class RuntimeModel {
     return extents;
   }
   /// `values` converted to the dtype named `dtype` (float16, bfloat16, float32 or float64).
+  template <class Deferred>
   static AnyTensor converted(detail::any_span values, std::vector<std::size_t> extents, std::string_view dtype) {
     return with_dtype_at(*find_dtype(dtype), [&](auto type) -> AnyTensor {
       using T = typename decltype(type)::type;

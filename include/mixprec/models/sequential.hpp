@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixprec/core/detail/type_list.hpp>
 #include <mixprec/core/infer_policy.hpp>
 #include <mixprec/core/policy.hpp>
 #include <mixprec/layers/detail/layer_engine.hpp>
@@ -80,13 +81,11 @@ struct model_input_mismatch {
   static constexpr bool reported = true;
 };
 
-/// The layer and input types the fold below has resolved so far. Not a std::tuple: each step's
-/// operator>> is found by argument-dependent lookup, which completes the class types among the
-/// arguments' template arguments, and a std::tuple of every prefix of the layers and of their
-/// inputs is a quadratic number of classes (1071 std::_Tuple_impl over Tensor types in one test
-/// file, by clang's -ftime-trace).
-template <class... T>
-struct type_list {};
+// The layers and input types the fold below has resolved so far are type_lists, not std::tuples:
+// each step's operator>> is found by argument-dependent lookup, which completes the class types
+// among the arguments' template arguments, and a std::tuple of every prefix of the layers and of
+// their inputs is a quadratic number of classes (1071 std::_Tuple_impl over Tensor types in one
+// test file, by clang's -ftime-trace).
 
 /// The state of the type-level fold over the layers: the current tensor type, the position,
 /// the layers resolved so far and the input type of each.

@@ -243,20 +243,18 @@ DTypePolicy to_dtype_policy(const P& policy = {}) {
 
 template <class F>
 decltype(auto) DTypePolicy::visit(F&& f) const {
-  return boost::hana::unpack(detail::visitable_policies, [&](auto... types) -> decltype(auto) {
-    constexpr std::size_t first = detail::first_accepted_policy<F, typename decltype(types)::type...>();
-    static_assert(first < sizeof...(types),
+  return [&]<class... P>(detail::type_list<P...>) -> decltype(auto) {
+    constexpr std::size_t first = detail::first_accepted_policy<F, P...>();
+    static_assert(first < sizeof...(P),
                   "DTypePolicy::visit: the visitor accepts none of the policy types (it is called with a "
                   "Policy<...> or a quantized policy value).");
-    using result = std::invoke_result_t<
-        F&, std::tuple_element_t<first, std::tuple<typename decltype(types)::type...>>>;
-    static_assert((... && (detail::returns<F, typename decltype(types)::type, result>() ||
-                       !std::is_invocable_v<F&, typename decltype(types)::type>)),
+    using result = std::invoke_result_t<F&, std::tuple_element_t<first, std::tuple<P...>>>;
+    static_assert((... && (detail::returns<F, P, result>() || !std::is_invocable_v<F&, P>)),
                   "DTypePolicy::visit: the visitor must return the same type for every policy it accepts.");
     using thunk = result (*)(F&, std::size_t);
-    static constexpr thunk table[] = {&visit_one<result, F, typename decltype(types)::type>...};
+    static constexpr thunk table[] = {&visit_one<result, F, P>...};
     return table[index_](f, amax_history_length_);
-  });
+  }(detail::visitable_policies{});
 }
 
 inline nlohmann::json DTypePolicy::get_config() const {

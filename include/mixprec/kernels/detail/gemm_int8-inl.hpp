@@ -530,7 +530,10 @@ inline kd::int8_gemm_kernel chosen_kernel() {
   return kd::int8_gemm_kernel::highway;
 }
 
-inline void run_gemm(const kd::gemm_int8_problem& problem) {
+// A template only so that a translation unit compiles the GEMM (every kernel, for this target)
+// where GemmInt8 is instantiated, not wherever this file is included.
+template <class = void>
+void run_gemm(const kd::gemm_int8_problem& problem) {
   if (problem.m == 0 || problem.n == 0) return;
   if (problem.k == 0) {  // A and B are not read
     for (std::size_t i = 0; i < problem.m; ++i) std::fill_n(problem.c + i * problem.ldc, problem.n, 0);
@@ -553,7 +556,7 @@ inline void run_gemm(const kd::gemm_int8_problem& problem) {
 }  // namespace int8_gemm
 
 template <class = void>
-void GemmInt8(const detail::gemm_int8_problem& problem) { int8_gemm::run_gemm(problem); }
+void GemmInt8(const detail::gemm_int8_problem& problem) { int8_gemm::run_gemm<>(problem); }
 template <class = void>
 detail::int8_gemm_kernel GemmInt8Kernel() { return int8_gemm::chosen_kernel(); }
 

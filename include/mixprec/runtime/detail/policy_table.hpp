@@ -9,70 +9,69 @@
 #include <string_view>
 #include <type_traits>
 
-#include <boost/hana/concat.hpp>
-#include <boost/hana/flatten.hpp>
-#include <boost/hana/length.hpp>
-#include <boost/hana/tuple.hpp>
-#include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
 
+#include <mixprec/core/detail/type_list.hpp>
 #include <mixprec/core/dtype.hpp>
 #include <mixprec/core/policy.hpp>
 #include <mixprec/core/quantized_policy.hpp>
 
 namespace mixprec::detail {
 
-namespace hana = boost::hana;
+// The policy lists are type_lists. Built with hana::concat and hana::flatten, the same table cost
+// every translation unit that includes the runtime policies about 75 MB of compiler memory and a
+// third of a second.
 
 /// The dtypes a mixed or jmp-style policy may combine, and quantized sources compute in.
-inline constexpr auto mixable_dtypes = hana::tuple_t<float16, bfloat16, float, double>;
+using mixable_dtypes = type_list<float16, bfloat16, float, double>;
 
+/// jmp's output dtype is the compute or the params dtype.
 template <class C, class V>
-constexpr auto mixed_policies_for() {
-  if constexpr (std::is_same_v<C, V>) {
-    return hana::tuple_t<>;
-  } else {  // jmp's output dtype is the compute or the params dtype
-    return hana::tuple_t<Policy<C, V, C>, Policy<C, V, V>>;
-  }
-}
+using mixed_policies_for = std::conditional_t<std::is_same_v<C, V>, type_list<>, type_list<Policy<C, V, C>, Policy<C, V, V>>>;
 
-template <class C>
-constexpr auto mixed_policies_with_compute(hana::basic_type<C>) {
-  return hana::unpack(mixable_dtypes, [](auto... v) {
-    return hana::flatten(hana::make_tuple(mixed_policies_for<C, typename decltype(v)::type>()...));
-  });
-}
+template <class Dtypes>
+struct mixed_policies_of;
+/// Every mixed policy, by compute dtype, then variable dtype.
+template <class... D>
+struct mixed_policies_of<type_list<D...>> {
+  template <class C>
+  using with_compute = join_t<mixed_policies_for<C, D>...>;
+  using type = join_t<with_compute<D>...>;
+};
 
+/// int8 over float16 compute is rejected, as in Keras.
 template <class Source>
-constexpr auto quantized_policies_over(hana::basic_type<Source>) {
-  auto float8 = hana::tuple_t<QuantizedPolicy<quantization::float8, Source>,
-                              QuantizedFloat8Policy<Source, dynamic_amax_history_length>>;
-  if constexpr (std::is_same_v<typename Source::compute_dtype, float16>) {
-    return float8;  // int8 over float16 compute is rejected, as in Keras
-  } else {
-    return hana::concat(hana::tuple_t<QuantizedPolicy<quantization::int8, Source>>, float8);
+using quantized_policies_over =
+    join_t<std::conditional_t<std::is_same_v<typename Source::compute_dtype, float16>, type_list<>,
+                              type_list<QuantizedPolicy<quantization::int8, Source>>>,
+           type_list<QuantizedPolicy<quantization::float8, Source>,
+                     QuantizedFloat8Policy<Source, dynamic_amax_history_length>>>;
+
+template <class Sources>
+struct quantized_policies_of;
+template <class... Source>
+struct quantized_policies_of<type_list<Source...>> {
+  using type = join_t<quantized_policies_over<Source>...>;
+};
+
+/// Called with the dtype registry's entries (hana::unpack): a single-dtype policy of each.
+struct single_dtype_policies_of {
+  template <class... Entries>
+  constexpr auto operator()(boost::hana::basic_type<Entries>...) const {
+    return type_list<Policy<typename Entries::type>...>{};
   }
-}
-
-inline constexpr auto single_dtype_policies = hana::unpack(
-    dtype_registry, [](auto... entries) { return hana::tuple_t<Policy<typename decltype(+entries)::type::type>...>; });
-
-inline constexpr auto mixed_policies = hana::unpack(
-    mixable_dtypes, [](auto... c) { return hana::flatten(hana::make_tuple(mixed_policies_with_compute(c)...)); });
+};
 
 /// Quantization sources are the policies Keras can name: a float dtype or mixed_*.
-inline constexpr auto quantization_sources = hana::concat(
-    hana::unpack(mixable_dtypes, [](auto... t) { return hana::tuple_t<Policy<typename decltype(t)::type>...>; }),
-    hana::tuple_t<policies::mixed_float16, policies::mixed_bfloat16>);
-
-inline constexpr auto quantized_policies = hana::unpack(
-    quantization_sources, [](auto... s) { return hana::flatten(hana::make_tuple(quantized_policies_over(s)...)); });
+using quantization_sources = type_list<Policy<float16>, Policy<bfloat16>, Policy<float>, Policy<double>,
+                                       policies::mixed_float16, policies::mixed_bfloat16>;
 
 /// Every policy type DTypePolicy::visit can produce, in table order.
-inline constexpr auto visitable_policies =
-    hana::concat(hana::concat(single_dtype_policies, mixed_policies), quantized_policies);
+using visitable_policies = join_t<decltype(boost::hana::unpack(dtype_registry, single_dtype_policies_of{})),
+                                  typename mixed_policies_of<mixable_dtypes>::type,
+                                  typename quantized_policies_of<quantization_sources>::type>;
 
-inline constexpr std::size_t visitable_policy_count = hana::length(visitable_policies);
+inline constexpr std::size_t visitable_policy_count = visitable_policies::size;
 
 enum class policy_class : std::uint8_t { dtype_policy, quantized, quantized_float8 };
 
@@ -101,9 +100,9 @@ constexpr policy_descriptor describe_policy() {
   return d;
 }
 
-inline constexpr auto policy_table = hana::unpack(visitable_policies, [](auto... p) {
-  return std::array<policy_descriptor, sizeof...(p)>{describe_policy<typename decltype(p)::type>()...};
-});
+inline constexpr auto policy_table = []<class... P>(type_list<P...>) {
+  return std::array<policy_descriptor, sizeof...(P)>{describe_policy<P>()...};
+}(visitable_policies{});
 
 static_assert(visitable_policy_count < 256, "DTypePolicy stores its table position in one byte");
 
