@@ -80,8 +80,8 @@ void convert(const From& from, To&& to, overflow_mode overflow = overflow_mode::
 }
 
 /// Keras' int8 quantization of a span: to[i] = clamp(round_half_even(from[i] * scale), -127, 127).
-/// NaN gives 0. (A template only so that header-only mode compiles its kernel, for every target,
-/// where it is called.)
+/// NaN gives 0.
+// (A template only so that a TU compiles its kernel, for every target, where it calls it.)
 template <class Deferred = void>
 void quantize_int8(std::span<const float> from, float scale, std::span<std::int8_t> to) {
   mixprec::detail::check_same_size(from.size(), to.size(), "quantize_int8");

@@ -73,12 +73,12 @@ inline void check_int8_size(std::size_t size, std::size_t expected, const char* 
 /// of threads. k == 0 sets C to zero without reading A or B. Throws std::invalid_argument
 /// before anything is written if a leading dimension is shorter than its row, or if
 /// k > 131071 (= detail::gemm_int8_max_depth: beyond it a sum of k products (-128)(-128) no
-/// longer fits in int32). (The int8 overloads are templates only so that header-only mode
-/// compiles the int8 GEMM, for every target, where it is called.)
+/// longer fits in int32).
+// (The int8 overloads are templates only so that a TU compiles the int8 GEMM, for every target,
+// where it calls it.)
 template <class Deferred = void>
-void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
-                 const std::int8_t* a, std::size_t lda, const std::int8_t* b, std::size_t ldb, std::int32_t* c,
-                 std::size_t ldc) {
+void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k, const std::int8_t* a,
+          std::size_t lda, const std::int8_t* b, std::size_t ldb, std::int32_t* c, std::size_t ldc) {
   detail::gemm_operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   detail::check_int8_depth(k);
   detail::gemm_int8({trans_a == transpose::yes, trans_b == transpose::yes, m, n, k, a, lda, b, ldb, c, ldc});
@@ -88,8 +88,8 @@ void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, st
 /// std::invalid_argument).
 template <class Deferred = void>
 void gemm(transpose trans_a, transpose trans_b, std::size_t m, std::size_t n, std::size_t k,
-                 std::span<const std::int8_t> a, std::size_t lda, std::span<const std::int8_t> b, std::size_t ldb,
-                 std::span<std::int32_t> c, std::size_t ldc) {
+          std::span<const std::int8_t> a, std::size_t lda, std::span<const std::int8_t> b, std::size_t ldb,
+          std::span<std::int32_t> c, std::size_t ldc) {
   const detail::gemm_operands operands(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   detail::check_extent(operands.a, a.size());
   detail::check_extent(operands.b, b.size());

@@ -192,8 +192,8 @@ class RuntimeModel {
     return model;
   }
 
-  // Templates only so that header-only mode compiles a call (its output cast: every dtype pair's
-  // conversion kernel) where a model is called, not in every unit that includes this header.
+  // Templates only so that a TU compiles a call (its output cast: every dtype pair's conversion
+  // kernel) where it calls a model, not wherever it includes this header.
   template <class Deferred = void>
   AnyTensor operator()(const AnyTensor& x) {
     return run<Deferred>(x, false);

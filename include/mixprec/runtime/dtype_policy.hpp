@@ -20,7 +20,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/hana/unpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include <mixprec/core/dtype.hpp>

@@ -138,6 +138,8 @@ class LossScaleOptimizer {
   /// the inner optimizer applied them (false: the step was skipped). Pairs the inner optimizer
   /// would reject are rejected before anything (the gradients included) is written, whether the
   /// step would be applied or skipped; no pairs (every layer frozen) is a no-op, as in Keras.
+  // (A template for the reason Optimizer::apply is.)
+  template <class Deferred = void>
   bool apply(std::span<const gradient_and_variable> pairs) {
     if (pairs.empty()) return true;
     inner_.check(pairs);
@@ -148,7 +150,7 @@ class LossScaleOptimizer {
                  pair);
     const bool at_minimum = scale_.at_minimum();
     if (finite) {
-      inner_.apply(pairs);  // checks everything before it writes; throws with nothing changed
+      inner_.apply<Deferred>(pairs);  // checks everything before it writes; throws with nothing changed
     } else if (max_skips_ > 0 && at_minimum && skips_at_minimum_ + 1 >= max_skips_) {
       throw std::runtime_error(
           "LossScaleOptimizer: " + std::to_string(skips_at_minimum_ + 1) +
@@ -165,7 +167,10 @@ class LossScaleOptimizer {
     skips_at_minimum_ = finite ? 0 : skips_at_minimum_ + (at_minimum ? 1 : 0);
     return finite;
   }
-  bool apply(std::initializer_list<gradient_and_variable> pairs) { return apply(std::span<const gradient_and_variable>(pairs)); }
+  template <class Deferred = void>
+  bool apply(std::initializer_list<gradient_and_variable> pairs) {
+    return apply<Deferred>(std::span<const gradient_and_variable>(pairs));
+  }
 
   /// The scale's state, for checkpoints: {"scale", "good_steps", "attempted_steps",
   /// "consecutive_skipped_steps", "consecutive_skipped_steps_at_minimum"}.

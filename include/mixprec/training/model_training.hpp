@@ -67,9 +67,11 @@ struct compiled_model final : compiled_state {
     return std::nullopt;
   }
   /// Applies one step's gradients; false when a LossScaleOptimizer skipped them.
+  // (A template for the reason Optimizer::apply is.)
+  template <class Deferred = void>
   bool apply(std::span<const gradient_and_variable> pairs) {
-    if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->apply(pairs);
-    std::get<optimizers::Optimizer>(optimizer).apply(pairs);
+    if (auto* scaled = std::get_if<optimizers::LossScaleOptimizer>(&optimizer)) return scaled->apply<Deferred>(pairs);
+    std::get<optimizers::Optimizer>(optimizer).apply<Deferred>(pairs);
     return true;
   }
 };

@@ -94,6 +94,9 @@ class Optimizer {
   /// One update of every variable (see the top of this file). The variables must come in the
   /// same order, sizes and dtypes at every call: the first call creates the slots for them. No
   /// variables (every layer frozen) is a no-op, as in Keras: iterations stay, nothing is built.
+  // (A template only so that a TU compiles the update and norm kernels of every variable dtype
+  // where it trains, not wherever it includes the optimizers.)
+  template <class Deferred = void>
   void apply(std::span<const gradient_and_variable> pairs) {
     if (pairs.empty()) return;
     check(pairs);
@@ -102,7 +105,7 @@ class Optimizer {
       throw std::invalid_argument(std::string(class_name()) + ": the learning rate at iteration " +
                                   std::to_string(iterations_) + " is " + text(lr) + " in float32; it must be finite.");
     if (!built()) build(pairs);
-    unscale_and_clip(pairs);
+    unscale_and_clip<Deferred>(pairs);
     const double weight_decay = options_.weight_decay.value_or(0.0);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       std::visit(
@@ -131,7 +134,10 @@ class Optimizer {
     }
     ++iterations_;
   }
-  void apply(std::initializer_list<gradient_and_variable> pairs) { apply(std::span<const gradient_and_variable>(pairs)); }
+  template <class Deferred = void>
+  void apply(std::initializer_list<gradient_and_variable> pairs) {
+    apply<Deferred>(std::span<const gradient_and_variable>(pairs));
+  }
 
   /// Throws std::invalid_argument as apply() would for these pairs (sizes, dtypes, overlaps, the
   /// variables it was built for), writing nothing: a wrapper that works on the gradients first
@@ -190,6 +196,8 @@ class Optimizer {
   /// For checkpoints: the slots as weights, "optimizer/<variable path>/<slot name>" shaped as
   /// the variables (`variables`: the trained weights, in apply()'s order); none before the
   /// first step. The handles are valid until the slots are rebuilt (prepare_restore).
+  // (A template for the reason apply is: its loaders convert to every variable dtype.)
+  template <class Deferred = void>
   std::vector<weight_handle> slot_handles(const std::vector<weight_handle>& variables) {
     std::vector<weight_handle> handles;
     if (!built()) return handles;
@@ -354,6 +362,7 @@ class Optimizer {
     built_ = true;
   }
 
+  template <class Deferred>
   void unscale_and_clip(std::span<const gradient_and_variable> pairs) const {
     auto each = [&](auto&& f) {
       for (const auto& pair : pairs) std::visit([&](const auto& p) { f(p.gradient); }, pair);

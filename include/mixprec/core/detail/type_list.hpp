@@ -13,10 +13,11 @@ struct type_list {
 };
 
 // Joined by partial specialization rather than a fold of an operator: an operator is found by
-// argument-dependent lookup, which completes every listed class, and GCC 12 stops with an
-// internal error under -ftime-report when completing one needs a lookup of its own.
+// argument-dependent lookup, which completes every listed class.
 template <class... Lists>
-struct join_lists {
+struct join_lists;  // of type_lists only: anything else has no definition
+template <>
+struct join_lists<> {
   using type = type_list<>;
 };
 template <class... A>

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
 
 #include <mixprec/core/detail/type_list.hpp>
@@ -62,9 +63,16 @@ struct single_dtype_policies_of {
   }
 };
 
+template <class Dtypes>
+struct single_policies_of;
+template <class... D>
+struct single_policies_of<type_list<D...>> {
+  using type = type_list<Policy<D>...>;
+};
+
 /// Quantization sources are the policies Keras can name: a float dtype or mixed_*.
-using quantization_sources = type_list<Policy<float16>, Policy<bfloat16>, Policy<float>, Policy<double>,
-                                       policies::mixed_float16, policies::mixed_bfloat16>;
+using quantization_sources = join_t<typename single_policies_of<mixable_dtypes>::type,
+                                    type_list<policies::mixed_float16, policies::mixed_bfloat16>>;
 
 /// Every policy type DTypePolicy::visit can produce, in table order.
 using visitable_policies = join_t<decltype(boost::hana::unpack(dtype_registry, single_dtype_policies_of{})),
