@@ -639,6 +639,29 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   for (const char* bad : {"", ";;", "\u00a7\u00a7"})
     CHECK_THROWS_WITH_AS(callbacks::CSVLogger(file, bad), (std::string("CSVLogger: the separator must be a 1-character string. Received: separator='") + bad + "'").c_str(),
                          std::invalid_argument);
+  CHECK_THROWS_WITH_AS(callbacks::CSVLogger(file, "\""),
+                       "CSVLogger: the separator cannot be '\"', '\\r' or '\\n'. Received: separator='\"'", std::invalid_argument);
+  for (const char* bad : {"\r", "\n"}) CHECK_THROWS_AS(callbacks::CSVLogger(file, bad), std::invalid_argument);
+
+  // Fields are quoted as Python's csv module quotes them (QUOTE_MINIMAL): those that hold the
+  // separator, a quote or a line break, in double quotes, their quotes doubled: Python's
+  // csv.writer(f, delimiter=".") writes ["epoch", 'a"b', "loss"] as epoch."a""b".loss and
+  // [0, "1.0", "0.5"] as 0."1.0"."0.5".
+  callbacks::CSVLogger dotted(file, ".");
+  dotted.on_train_begin({});
+  Logs quoted_logs{{"loss", 0.5}, {"a\"b", 1.0}};
+  dotted.on_epoch_end(0, quoted_logs);
+  dotted.on_train_end({});
+  CHECK(read_file(file) == "epoch.\"a\"\"b\".loss\r\n0.\"1.0\".\"0.5\"\r\n");
+  callbacks::CSVLogger comma(file);
+  comma.on_train_begin({});
+  Logs comma_logs{{"loss", 0.25}, {"x,y", 2.0}, {"line\nbreak", 3.0}};
+  comma.on_epoch_end(0, comma_logs);
+  Logs missing{{"loss", 0.5}};
+  comma.on_epoch_end(1, missing);
+  comma.on_train_end({});
+  CHECK(read_file(file) == "epoch,\"line\nbreak\",loss,\"x,y\"\r\n0,3.0,0.25,2.0\r\n1,NA,0.5,NA\r\n");
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("EarlyStopping: patience, and restore_best_weights to the best epoch's bits") {

@@ -93,8 +93,8 @@ inline std::ofstream open_log(const std::string& filename, bool append, bool& wr
 }  // namespace detail
 
 /// Keras' CSVLogger: one row per epoch, `epoch<sep><sorted log keys>` in the header (epochs from
-/// 0, numbers as Python prints them, "NA" for a missing key, lines ending "\r\n" as Python's csv
-/// module writes them). mixprec's steps_filename (if not empty): one row per training step,
+/// 0, numbers as Python prints them, "NA" for a missing key, fields quoted and lines ending
+/// "\r\n" as Python's csv module writes them). mixprec's steps_filename (if not empty): one row per training step,
 /// `epoch,step,loss,loss_scale,skipped` (step: the batch within the epoch, from 0; the step's own
 /// values, not running means; loss_scale and skipped empty when the step did not log them).
 class CSVLogger : public Callback {
@@ -109,6 +109,10 @@ class CSVLogger : public Callback {
                                           [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
     if (characters != 1)
       throw std::invalid_argument("CSVLogger: the separator must be a 1-character string. Received: separator='" +
+                                  mixprec::detail::quote_for_message(separator_) + "'");
+    // Python 3.13's csv module rejects them too: a field is quoted with '"' and a line ends "\r\n".
+    if (separator_ == "\"" || separator_ == "\r" || separator_ == "\n")
+      throw std::invalid_argument("CSVLogger: the separator cannot be '\"', '\\r' or '\\n'. Received: separator='" +
                                   mixprec::detail::quote_for_message(separator_) + "'");
   }
 
@@ -153,8 +157,17 @@ class CSVLogger : public Callback {
 
  private:
   void write_row(std::ofstream& file, const std::vector<std::string>& fields) const {
-    for (std::size_t i = 0; i < fields.size(); ++i) file << (i ? separator_ : "") << fields[i];
+    for (std::size_t i = 0; i < fields.size(); ++i) file << (i ? separator_ : "") << csv_field(fields[i]);
     file << "\r\n" << std::flush;
+  }
+  /// A field as Python's csv module writes it (QUOTE_MINIMAL): in double quotes, with its quotes
+  /// doubled, when it holds the separator, a quote or a line break (a metric named "a,b", or
+  /// every number under separator ".").
+  std::string csv_field(const std::string& field) const {
+    if (field.find(separator_) == std::string::npos && field.find_first_of("\"\r\n") == std::string::npos) return field;
+    std::string quoted = "\"";
+    for (const char c : field) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + '"';
   }
 
   std::string filename_, separator_;
