@@ -54,7 +54,9 @@ constexpr std::uint64_t seed_for(std::string_view path) {
 using seed_type = std::optional<std::uint64_t>;
 
 /// A seed as Keras writes it: none is null.
-inline nlohmann::ordered_json seed_config(seed_type seed) {
+// (A template for the reason serialize is, below.)
+template <class Deferred = void>
+nlohmann::ordered_json seed_config(seed_type seed) {
   return seed ? nlohmann::ordered_json(*seed) : nlohmann::ordered_json(nullptr);
 }
 
@@ -152,7 +154,10 @@ using any = std::variant<glorot_uniform, glorot_normal, he_uniform, he_normal, r
 
 /// Keras 3's serialized form: {"module": "keras.initializers", "class_name": "GlorotUniform",
 /// "config": {"seed": null}, "registered_name": null}.
-inline nlohmann::ordered_json serialize(const any& initializer) {
+// (A template only so that a TU compiles it, a std::visit over nine initializers building JSON,
+// where it writes a config.)
+template <class Deferred = void>
+nlohmann::ordered_json serialize(const any& initializer) {
   const auto [class_name, config] = std::visit(
       [&](const auto& i) -> std::pair<const char*, nlohmann::ordered_json> {
         using I = std::remove_cvref_t<decltype(i)>;

@@ -10,7 +10,9 @@
 //   weights(settings, input)            its weights: name, shape, initializer, regularizer, trainable
 //                                       (a kind without any derives from detail::weightless_kind)
 //   forward<C, V>(...), backward<C, V>(...)   the math, on spans (C compute dtype, V variable dtype)
-//   write_config(settings, json), read_config(reader)   its Keras config, both ways
+//   write_config(settings, json), read_config(reader)   its Keras config, both ways (write_config
+//                                       a template over the json type, so that a TU compiles
+//                                       the writing where it writes a config)
 // and, for a kind with quantized forms (layers/quantization.hpp), quantizable_modes, a
 // settings.quantization member, and quantized_weights(...), which turns its float weights into
 // the quantized ones.
@@ -189,7 +191,8 @@ inline void check_last_axis(std::int64_t axis, std::span<const std::size_t> inpu
 }
 
 /// The Keras config entries of a regularizer slot (null when none).
-inline nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {
+template <class Deferred = void>
+nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {
   return regularizer ? regularizers::serialize(*regularizer) : nlohmann::ordered_json(nullptr);
 }
 inline std::optional<regularizers::any> read_regularizer(config_reader& read, const char* key) {
@@ -228,7 +231,8 @@ inline kernels::activation read_activation(config_reader& read, const char* key 
 }
 
 /// Kernel and bias settings in a Dense / Conv2D config, both ways.
-inline void write_weight_settings(const weight_settings& w, nlohmann::ordered_json& config) {
+template <class Json>
+void write_weight_settings(const weight_settings& w, Json& config) {
   config["kernel_initializer"] = initializers::serialize(w.kernel_initializer);
   config["bias_initializer"] = initializers::serialize(w.bias_initializer);
   config["kernel_regularizer"] = regularizer_config(w.kernel_regularizer);

@@ -74,7 +74,9 @@ using any = std::variant<l1, l2, l1_l2>;
 
 /// Keras 3's serialized form: {"module": "keras.regularizers", "class_name": "L2",
 /// "config": {"l2": 0.01}, "registered_name": null}.
-inline nlohmann::ordered_json serialize(const any& regularizer) {
+// (A template only so that a TU compiles it where it writes a config.)
+template <class Deferred = void>
+nlohmann::ordered_json serialize(const any& regularizer) {
   const auto [class_name, config] = std::visit(
       [](const auto& r) -> std::pair<const char*, nlohmann::ordered_json> {
         using R = std::remove_cvref_t<decltype(r)>;

@@ -118,6 +118,8 @@ class DTypePolicyMap {
 
   /// {"default_policy": serialized policy or null, "policy_map": {key: serialized policy}},
   /// as an ordered_json so that the keys keep their insertion order through a round trip.
+  // (A template only so that a TU compiles the JSON writing where it writes a config.)
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json map = nlohmann::ordered_json::object();
     for (const auto& item : entries_) map[item.key] = dtype_policies::serialize(item.policy);

@@ -42,7 +42,8 @@ struct activation : detail::weightless_kind {
     if (!a.dx.empty()) detail::activation_gradient<C>(a.settings.function, a.x, a.y, a.dy, a.dx, a.shape.last());
   }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+  template <class Json>
+  static void write_config(const settings& s, Json& config) {
     config["activation"] = kernels::activation_name(s.function);
   }
   static settings read_config(detail::config_reader& read) { return {detail::read_activation(read)}; }
@@ -60,7 +61,8 @@ struct softmax : activation {
     detail::check_last_axis(s.axis, input, "Softmax runs over");
     return {input.begin(), input.end()};
   }
-  static void write_config(const settings& s, nlohmann::ordered_json& config) { config["axis"] = s.axis; }
+  template <class Json>
+  static void write_config(const settings& s, Json& config) { config["axis"] = s.axis; }
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.axis = read.integer("axis", -1);

@@ -167,7 +167,8 @@ struct batch_normalization {
     if constexpr (!std::is_same_v<C, S>) kernels::convert<S, C>(dx, a.dx);
   }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+  template <class Json>
+  static void write_config(const settings& s, Json& config) {
     config["axis"] = s.axis;
     config["momentum"] = s.momentum;
     config["epsilon"] = s.epsilon;

@@ -45,7 +45,8 @@ struct window {
                                   " window does not fit the input (padding valid).");
     return {oh, ow, channels == 0 ? input[2] : channels};
   }
-  void write_config(const char* size_key, nlohmann::ordered_json& config) const {
+  template <class Json>
+  void write_config(const char* size_key, Json& config) const {
     config[size_key] = {height, width};
     config["strides"] = {stride_height, stride_width};
     config["padding"] = same ? "same" : "valid";
@@ -165,7 +166,8 @@ struct conv2d {
     gradients<C, V>(a, &below);
   }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+  template <class Json>
+  static void write_config(const settings& s, Json& config) {
     config["filters"] = s.filters;
     s.window.write_config("kernel_size", config);
     config["dilation_rate"] = {1, 1};

@@ -221,7 +221,8 @@ struct dense {
     else detail::store_gradient<C, A>(sums, dx);
   }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+  template <class Json>
+  static void write_config(const settings& s, Json& config) {
     config["units"] = s.units;
     config["activation"] = kernels::activation_name(s.activation);
     config["use_bias"] = s.use_bias;

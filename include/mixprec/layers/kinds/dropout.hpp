@@ -78,7 +78,8 @@ struct dropout : detail::weightless_kind {
       a.dx[i] = a.saved.kept[i] ? cast<C>(static_cast<double>(cast<double>(a.dy[i])) * scale) : cast<C>(0);
   }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) {
+  template <class Json>
+  static void write_config(const settings& s, Json& config) {
     config["rate"] = s.rate;
     config["seed"] = initializers::seed_config(s.seed);
     config["noise_shape"] = nullptr;

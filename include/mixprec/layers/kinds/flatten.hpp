@@ -53,7 +53,8 @@ struct flatten : detail::weightless_kind {
     dense::write_lent_gradient<C, C>(std::span<const C>(a.dy), below.activation, below.values);
   }
 
-  static void write_config(const settings&, nlohmann::ordered_json& config) { config["data_format"] = "channels_last"; }
+  template <class Json>
+  static void write_config(const settings&, Json& config) { config["data_format"] = "channels_last"; }
   static settings read_config(detail::config_reader& read) {
     static constexpr std::array<std::string_view, 1> formats{"channels_last"};
     read.choice("data_format", formats);

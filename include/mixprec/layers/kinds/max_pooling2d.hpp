@@ -69,7 +69,8 @@ struct max_pooling2d : detail::weightless_kind {
   /// it; backward then finds the maxima again from the input (maxima).
   static std::optional<kernels::activation> lendable_activation(const settings&) { return kernels::activation::linear; }
 
-  static void write_config(const settings& s, nlohmann::ordered_json& config) { s.window.write_config("pool_size", config); }
+  template <class Json>
+  static void write_config(const settings& s, Json& config) { s.window.write_config("pool_size", config); }
   static settings read_config(detail::config_reader& read) {
     return {window::read_config(read, "pool_size", std::pair<std::size_t, std::size_t>{2, 2}, true)};
   }
