@@ -636,6 +636,7 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   std::filesystem::remove(steps);
   // Python's csv module takes a one-character separator.
   callbacks::CSVLogger unicode(file, "\u00a7");  // one character, two bytes of UTF-8: Python takes it
+  CHECK_THROWS_AS(callbacks::CSVLogger(file, "\xc3"), std::invalid_argument);  // a lead byte alone is no character
   for (const char* bad : {"", ";;", "\u00a7\u00a7"})
     CHECK_THROWS_WITH_AS(callbacks::CSVLogger(file, bad), (std::string("CSVLogger: the separator must be a 1-character string. Received: separator='") + bad + "'").c_str(),
                          std::invalid_argument);
@@ -661,7 +662,20 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   comma.on_epoch_end(1, missing);
   comma.on_train_end({});
   CHECK(read_file(file) == "epoch,\"line\nbreak\",loss,\"x,y\"\r\n0,3.0,0.25,2.0\r\n1,NA,0.5,NA\r\n");
+  // A two-byte separator inside a key; the steps file's header under separator "_".
+  callbacks::CSVLogger section(file, "\u00a7", false, steps);
+  section.on_train_begin({});
+  section.on_train_step_end(0, 0, {{"loss", 0.5}});
+  Logs section_logs{{"a\u00a7b", 1.0}};
+  section.on_epoch_end(0, section_logs);
+  section.on_train_end({});
+  CHECK(read_file(file) == "epoch\u00a7\"a\u00a7b\"\r\n0\u00a71.0\r\n");
+  callbacks::CSVLogger underscore(file, "_", false, steps);
+  underscore.on_train_begin({});
+  underscore.on_train_end({});
+  CHECK(read_file(steps) == "epoch_step_loss_\"loss_scale\"_skipped\r\n");
   std::filesystem::remove(file);
+  std::filesystem::remove(steps);
 }
 
 TEST_CASE("EarlyStopping: patience, and restore_best_weights to the best epoch's bits") {

@@ -191,6 +191,7 @@ inline void check_last_axis(std::int64_t axis, std::span<const std::size_t> inpu
 }
 
 /// The Keras config entries of a regularizer slot (null when none).
+// (A template for the reason regularizers::serialize is.)
 template <class Deferred = void>
 nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {
   return regularizer ? regularizers::serialize(*regularizer) : nlohmann::ordered_json(nullptr);

@@ -8,7 +8,6 @@
 // A monitored key that an epoch's logs lack is a warning on std::cerr (once), never an error.
 #pragma once
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -94,20 +93,19 @@ inline std::ofstream open_log(const std::string& filename, bool append, bool& wr
 
 /// Keras' CSVLogger: one row per epoch, `epoch<sep><sorted log keys>` in the header (epochs from
 /// 0, numbers as Python prints them, "NA" for a missing key, fields quoted and lines ending
-/// "\r\n" as Python's csv module writes them). mixprec's steps_filename (if not empty): one row per training step,
-/// `epoch,step,loss,loss_scale,skipped` (step: the batch within the epoch, from 0; the step's own
-/// values, not running means; loss_scale and skipped empty when the step did not log them).
+/// "\r\n" as Python's csv module writes them). mixprec's steps_filename (if not empty): one row
+/// per training step, `epoch,step,loss,loss_scale,skipped` (step: the batch within the epoch,
+/// from 0; the step's own values, not running means; loss_scale and skipped empty when the step
+/// did not log them).
 class CSVLogger : public Callback {
  public:
   explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false,
                      std::string steps_filename = "")
       : filename_(std::move(filename)), separator_(std::move(separator)), append_(append),
         steps_filename_(std::move(steps_filename)) {
-    // Python's csv module (Keras' writer) takes one character; UTF-8 continuation bytes are
-    // part of the character before them.
-    const auto characters = std::count_if(separator_.begin(), separator_.end(),
-                                          [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
-    if (characters != 1)
+    // Python's csv module (Keras' writer) takes one character: here one well-formed UTF-8
+    // sequence (a lone lead byte would match inside every multi-byte character that starts so).
+    if (separator_.empty() || mixprec::detail::utf8_sequence_length(separator_, 0) != separator_.size())
       throw std::invalid_argument("CSVLogger: the separator must be a 1-character string. Received: separator='" +
                                   mixprec::detail::quote_for_message(separator_) + "'");
     // Python 3.13's csv module rejects them too: a field is quoted with '"' and a line ends "\r\n".
