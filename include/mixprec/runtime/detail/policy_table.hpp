@@ -55,14 +55,15 @@ struct quantized_policies_of<type_list<Source...>> {
   using type = join_t<quantized_policies_over<Source>...>;
 };
 
-/// Called with the dtype registry's entries (hana::unpack): a single-dtype policy of each.
-struct single_dtype_policies_of {
+/// Called with the dtype registry's entries (hana::unpack): their dtypes.
+struct dtypes_of_entries {
   template <class... Entries>
   constexpr auto operator()(boost::hana::basic_type<Entries>...) const {
-    return type_list<Policy<typename Entries::type>...>{};
+    return type_list<typename Entries::type...>{};
   }
 };
 
+/// The single-dtype policy of each dtype.
 template <class Dtypes>
 struct single_policies_of;
 template <class... D>
@@ -75,9 +76,10 @@ using quantization_sources = join_t<typename single_policies_of<mixable_dtypes>:
                                     type_list<policies::mixed_float16, policies::mixed_bfloat16>>;
 
 /// Every policy type DTypePolicy::visit can produce, in table order.
-using visitable_policies = join_t<decltype(boost::hana::unpack(dtype_registry, single_dtype_policies_of{})),
-                                  typename mixed_policies_of<mixable_dtypes>::type,
-                                  typename quantized_policies_of<quantization_sources>::type>;
+using visitable_policies =
+    join_t<typename single_policies_of<decltype(boost::hana::unpack(dtype_registry, dtypes_of_entries{}))>::type,
+           typename mixed_policies_of<mixable_dtypes>::type,
+           typename quantized_policies_of<quantization_sources>::type>;
 
 inline constexpr std::size_t visitable_policy_count = visitable_policies::size;
 
