@@ -648,28 +648,19 @@ TEST_CASE("CSVLogger: Keras' file, and mixprec's steps file") {
   // separator, a quote or a line break, in double quotes, their quotes doubled: Python's
   // csv.writer(f, delimiter=".") writes ["epoch", 'a"b', "loss"] as epoch."a""b".loss and
   // [0, "1.0", "0.5"] as 0."1.0"."0.5".
-  callbacks::CSVLogger dotted(file, ".");
-  dotted.on_train_begin({});
-  Logs quoted_logs{{"loss", 0.5}, {"a\"b", 1.0}};
-  dotted.on_epoch_end(0, quoted_logs);
-  dotted.on_train_end({});
-  CHECK(read_file(file) == "epoch.\"a\"\"b\".loss\r\n0.\"1.0\".\"0.5\"\r\n");
-  callbacks::CSVLogger comma(file);
-  comma.on_train_begin({});
-  Logs comma_logs{{"loss", 0.25}, {"x,y", 2.0}, {"line\nbreak", 3.0}};
-  comma.on_epoch_end(0, comma_logs);
-  Logs missing{{"loss", 0.5}};
-  comma.on_epoch_end(1, missing);
-  comma.on_train_end({});
-  CHECK(read_file(file) == "epoch,\"line\nbreak\",loss,\"x,y\"\r\n0,3.0,0.25,2.0\r\n1,NA,0.5,NA\r\n");
-  // A two-byte separator inside a key; the steps file's header under separator "_".
-  callbacks::CSVLogger section(file, "\u00a7", false, steps);
-  section.on_train_begin({});
-  section.on_train_step_end(0, 0, {{"loss", 0.5}});
-  Logs section_logs{{"a\u00a7b", 1.0}};
-  section.on_epoch_end(0, section_logs);
-  section.on_train_end({});
-  CHECK(read_file(file) == "epoch\u00a7\"a\u00a7b\"\r\n0\u00a71.0\r\n");
+  // The file a logger with this separator writes for these epochs' logs.
+  const auto logged = [&](const char* separator, std::vector<Logs> epochs) {
+    callbacks::CSVLogger writer(file, separator);
+    writer.on_train_begin({});
+    for (std::size_t e = 0; e < epochs.size(); ++e) writer.on_epoch_end(static_cast<int>(e), epochs[e]);
+    writer.on_train_end({});
+    return read_file(file);
+  };
+  CHECK(logged(".", {{{"loss", 0.5}, {"a\"b", 1.0}}}) == "epoch.\"a\"\"b\".loss\r\n0.\"1.0\".\"0.5\"\r\n");
+  CHECK(logged(",", {{{"loss", 0.25}, {"x,y", 2.0}, {"line\nbreak", 3.0}}, {{"loss", 0.5}}}) ==
+        "epoch,\"line\nbreak\",loss,\"x,y\"\r\n0,3.0,0.25,2.0\r\n1,NA,0.5,NA\r\n");
+  CHECK(logged("\u00a7", {{{"a\u00a7b", 1.0}}}) == "epoch\u00a7\"a\u00a7b\"\r\n0\u00a71.0\r\n");  // a two-byte separator
+  // The steps file's header under separator "_".
   callbacks::CSVLogger underscore(file, "_", false, steps);
   underscore.on_train_begin({});
   underscore.on_train_end({});
