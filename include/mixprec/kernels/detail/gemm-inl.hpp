@@ -1,9 +1,9 @@
 // Per-target GEMM: packing (op(A) into panels of tile_rows rows, op(B) into panels of
 // tile_columns columns, 16-bit operands widened to float on the way), a register-tiled
-// micro-kernel of multiply-adds, and the blocked loop nest of gemm_blocking.hpp, split across the
-// GEMM thread pool. On AVX3 targets, bfloat16 x bfloat16 GEMMs use the hand-written AMX-BF16
-// or vdpbf16ps micro-kernel of gemm_native_bf16.hpp when the CPU has it. Toggle-guarded: compiled
-// once per target.
+// micro-kernel of multiply-adds run over packed blocks, and the roundings of a 16-bit C; the
+// blocked loop nest around them (gemm_driver.hpp) is compiled once, not per target. On AVX3
+// targets, bfloat16 x bfloat16 GEMMs use the hand-written AMX-BF16 or vdpbf16ps micro-kernel of
+// gemm_native_bf16.hpp when the CPU has it. Toggle-guarded: compiled once per target.
 #if defined(MIXPREC_KERNELS_GEMM_INL_HPP_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MIXPREC_KERNELS_GEMM_INL_HPP_
 #undef MIXPREC_KERNELS_GEMM_INL_HPP_
@@ -24,6 +24,7 @@
 #include <mixprec/kernels/detail/common-inl.hpp>
 #include <mixprec/kernels/detail/convert-inl.hpp>
 #include <mixprec/kernels/detail/gemm_blocking.hpp>
+#include <mixprec/kernels/detail/gemm_driver.hpp>
 #include <mixprec/kernels/detail/gemm_entry_points.hpp>
 #include <mixprec/kernels/detail/gemm_native_bf16.hpp>
 #include <mixprec/kernels/detail/kernel_macros.hpp>
@@ -401,27 +402,6 @@ void multiply_packed(const typename Kernel::packed_type* a, const typename Kerne
   }
 }
 
-/// Micro-panels of B that multiply_packing_b packs at once (8 x 32 columns of the native kernel:
-/// a row-major B is read 512 bytes of a row at a time).
-constexpr std::size_t b_packing_group = 8;
-
-/// multiply_packed, packing B's micro-panels here, b_packing_group at a time right before they are
-/// used (pack_b_columns(first column, columns, destination) packs into `b`'s layout), so that the
-/// kernel reads them from L2 rather than from the L3 to which packing a block larger than L2
-/// whole spills them. The later row blocks then reuse them.
-template <class Kernel, class PackB>
-void multiply_packing_b(const typename Kernel::packed_type* a, typename Kernel::packed_type* b, std::size_t rows,
-                        std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
-                        const kd::gemm_tile_update& update, const PackB& pack_b_columns) {
-  const std::size_t group_columns = b_packing_group * Kernel::tile_columns();
-  const std::size_t packed_depth = Kernel::packed_depth(depth);
-  for (std::size_t first = 0; first < columns; first += group_columns) {
-    const std::size_t count = std::min(group_columns, columns - first);
-    pack_b_columns(first, count, b + first * packed_depth);
-    multiply_packed<Kernel>(a, b + first * packed_depth, rows, count, depth, dst + first, ldd, update);
-  }
-}
-
 /// c = round(sums + beta * c) for a rows x columns block, rounding once to nearest even;
 /// beta == 0 does not read c.
 template <class TC>
@@ -447,137 +427,15 @@ void store_rounded(const float* sums, std::size_t lds, std::size_t rows, std::si
   }
 }
 
-/// op(B) from element (p, j) on, as pack_b reads it: op(B)(p, j) is B[p][j], or B[j][p] when
-/// transposed; a lane is a column of op(B), the depth its rows.
-template <class TB>
-struct op_b_block {
-  const TB* first;
-  std::size_t lane_stride;
-  std::size_t depth_stride;
-};
-template <class TB>
-op_b_block<TB> op_b_at(const TB* b, std::size_t ldb, bool trans_b, std::size_t p, std::size_t j) {
-  if (trans_b) return {b + j * ldb + p, ldb, 1};
-  return {b + p * ldb + j, 1, ldb};
-}
 
-/// One thread's rectangle of C: the loop nest of gemm_blocking.hpp. A float C accumulates in
-/// place; a 16-bit C accumulates in float, by row chunks, and is rounded once at the end.
-template <class Kernel, class TA, class TB, class TC>
-void multiply_rectangle(const kd::gemm_problem<TA, TB, TC>& problem, kd::index_range rows, kd::index_range columns) {
-  using packed_type = typename Kernel::packed_type;
-  constexpr bool accumulate_in_c = std::is_same_v<TC, float>;
-  const std::size_t tile_columns = Kernel::tile_columns();
-  const kd::gemm_blocks blocks = Kernel::blocks();
-  const std::size_t kc = std::min(blocks.kc, problem.k);
-  const std::size_t mc = std::min(blocks.mc, rows.size());
-  const std::size_t nc = std::min(blocks.nc, columns.size());
-  const std::size_t chunk = accumulate_in_c ? rows.size() : std::min(kd::gemm_accumulator_rows, rows.size());
-
-  kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
-  const std::size_t packed_depth = Kernel::packed_depth(kc);
-  packed_type* packed_a = workspace.packed_a.get<packed_type>(packed_depth * kd::round_up(mc, Kernel::tile_rows));
-  const kd::packed_b_data* prepacked = problem.packed_b;
-  packed_type* packed_b =
-      prepacked ? nullptr : workspace.packed_b.get<packed_type>(packed_depth * kd::round_up(nc, tile_columns));
-  float* sums = accumulate_in_c ? nullptr : workspace.accumulators.get<float>(chunk * nc);
-
-  if constexpr (requires { Kernel::begin(); }) Kernel::begin();
-  for (std::size_t jc = columns.begin; jc < columns.end; jc += nc) {
-    const std::size_t block_columns = std::min(nc, columns.end - jc);
-    for (std::size_t chunk_begin = rows.begin; chunk_begin < rows.end; chunk_begin += chunk) {
-      const std::size_t chunk_end = std::min(chunk_begin + chunk, rows.end);
-      float* dst = sums;
-      std::size_t ldd = block_columns;
-      if constexpr (accumulate_in_c) {
-        dst = problem.c + chunk_begin * problem.ldc + jc;
-        ldd = problem.ldc;
-      }
-      for (std::size_t pc = 0; pc < problem.k; pc += kc) {
-        const std::size_t depth = std::min(kc, problem.k - pc);
-        // Columns [first, first + count) of the block, read in A's dtype (a float B with a 16-bit
-        // A is rounded to it).
-        const auto pack_b_columns = [&](std::size_t first, std::size_t count, packed_type* to) {
-          const op_b_block<TB> from = op_b_at(problem.b, problem.ldb, problem.trans_b, pc, jc + first);
-          Kernel::template pack_b<TA>(from.first, from.lane_stride, from.depth_stride, count, depth, tile_columns, to,
-                                      workspace);
-        };
-        // B is packed whole before A's first block, or as the first block's multiplication goes,
-        // or was packed before the call: the block's panels of columns [jc, jc + nc), which start
-        // on a panel (the thread split and nc are whole panels).
-        const std::size_t packed_b_bytes =
-            Kernel::packed_depth(depth) * kd::round_up(block_columns, tile_columns) * sizeof(packed_type);
-        const bool pack_b_before_use = !prepacked && Kernel::packs_b_before_use(packed_b_bytes);
-        const packed_type* b_block = packed_b;
-        if (prepacked) {
-          b_block = static_cast<const packed_type*>(prepacked->storage.get()) +
-                    prepacked->block_offsets[problem.packed_b_first_block + pc / kc] +
-                    jc * Kernel::packed_depth(depth);
-        } else if (!pack_b_before_use) {
-          pack_b_columns(0, block_columns, packed_b);
-        }
-        const kd::gemm_tile_update update{problem.alpha, accumulate_in_c ? problem.beta : 0.0f, pc != 0};
-        for (std::size_t ic = chunk_begin; ic < chunk_end; ic += mc) {
-          const std::size_t block_rows = std::min(mc, chunk_end - ic);
-          // op(A)(i, p) is A[i][p], or A[p][i] when transposed.
-          if (problem.trans_a) {
-            Kernel::pack_a(problem.a + pc * problem.lda + ic, 1, problem.lda, block_rows, depth, packed_a, workspace);
-          } else {
-            Kernel::pack_a(problem.a + ic * problem.lda + pc, problem.lda, 1, block_rows, depth, packed_a, workspace);
-          }
-          float* block_dst = dst + (ic - chunk_begin) * ldd;
-          if (pack_b_before_use && ic == chunk_begin) {
-            multiply_packing_b<Kernel>(packed_a, packed_b, block_rows, block_columns, depth, block_dst, ldd, update,
-                                       pack_b_columns);
-          } else {
-            multiply_packed<Kernel>(packed_a, b_block, block_rows, block_columns, depth, block_dst, ldd, update);
-          }
-        }
-      }
-      if constexpr (!accumulate_in_c) {
-        store_rounded(sums, ldd, chunk_end - chunk_begin, block_columns, problem.beta,
-                      problem.c + chunk_begin * problem.ldc + jc, problem.ldc);
-      }
-    }
-  }
-  if constexpr (requires { Kernel::end(); }) Kernel::end();
-}
-
-/// The depth split (kd::gemm_depth_split): one task per depth block computes that block's sums
-/// (alpha 1, beta 0, so they are stored exactly) into its own buffer of `ld`-float rows; then
-/// the caller adds them up in block order with the operations a tile update does (see
-/// gemm_tile_update), so each C element gets the bits it gets without the split.
-template <class Kernel, class TA, class TB, class TC>
-void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& pool) {
+/// A depth split's end (kd::run_depth_split): D = alpha * sum_0 (+ beta * C for a float C), then
+/// D += alpha * sum_b in block order, D overwriting sum_0; a 16-bit C is then rounded from D.
+template <class TA, class TB, class TC>
+void sum_depth_blocks(const kd::gemm_problem<TA, TB, TC>& problem, float* block_sums, std::size_t blocks,
+                      std::size_t ld) {
   const D d;
   const std::size_t lanes = hn::Lanes(d);
-  const std::size_t m = problem.m, n = problem.n, kc = Kernel::blocks().kc;
-  const std::size_t blocks = kd::ceil_div(problem.k, kc);
-  const std::size_t ld = kd::depth_split_row_floats(n, lanes);
-  const std::size_t block_size = m * ld;
-  float* block_sums = kd::thread_gemm_workspace().block_sums.get<float>(blocks * block_size);
-  pool.run(blocks, [&](std::size_t block) {
-    const std::size_t pc = block * kc;
-    const kd::gemm_problem<TA, TB, float> part{problem.trans_a,
-                                               problem.trans_b,
-                                               m,
-                                               n,
-                                               std::min(kc, problem.k - pc),
-                                               1.0f,
-                                               problem.a + (problem.trans_a ? pc * problem.lda : pc),
-                                               problem.lda,
-                                               problem.packed_b
-                                                   ? nullptr
-                                                   : op_b_at(problem.b, problem.ldb, problem.trans_b, pc, 0).first,
-                                               problem.ldb,
-                                               0.0f,
-                                               block_sums + block * block_size,
-                                               ld,
-                                               problem.packed_b,
-                                               problem.packed_b_first_block + block};
-    multiply_rectangle<Kernel>(part, {0, m}, {0, n});
-  });
-  // D = alpha * sum_0 (+ beta * C for a float C), D += alpha * sum_b; D overwrites sum_0.
+  const std::size_t m = problem.m, n = problem.n, block_size = m * ld;
   constexpr bool float_c = std::is_same_v<TC, float>;
   const auto alpha = hn::Set(d, problem.alpha), beta = hn::Set(d, problem.beta);
   for (std::size_t i = 0; i < m; ++i) {
@@ -609,35 +467,40 @@ void run_depth_split(const kd::gemm_problem<TA, TB, TC>& problem, thread_pool& p
   }
 }
 
+/// Kernel as this target compiled it for these operand dtypes: what kd::run_gemm's loop nest calls.
 template <class Kernel, class TA, class TB, class TC>
-void run_on_pool(const kd::gemm_problem<TA, TB, TC>& problem) {
-  const std::shared_ptr<thread_pool> pool = kd::gemm_thread_pool();
-  // 1 inside a task of the pool (Conv2D's chunks): the split would run inline there, and the
-  // depth split would only add its buffer pass.
-  const std::size_t threads = pool->available_threads();
-  if (kd::gemm_depth_split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(),
-                           Kernel::blocks().kc, hn::Lanes(D()), threads)) {
-    return run_depth_split<Kernel>(problem, *pool);
+kd::gemm_micro_kernel<TA, TB, TC> micro_kernel() {
+  using packed_type = typename Kernel::packed_type;
+  kd::gemm_micro_kernel<TA, TB, TC> kernel{};
+  kernel.choice = {HWY_TARGET, Kernel::kind};
+  kernel.tile_rows = Kernel::tile_rows;
+  kernel.tile_columns = Kernel::tile_columns();
+  kernel.lanes = hn::Lanes(D());
+  kernel.packed_size = sizeof(packed_type);
+  kernel.blocks = Kernel::blocks();
+  kernel.packed_depth = &Kernel::packed_depth;
+  kernel.packs_b_before_use = &Kernel::packs_b_before_use;
+  if constexpr (requires { Kernel::begin(); }) {
+    kernel.begin = &Kernel::begin;
+    kernel.end = &Kernel::end;
   }
-  const kd::gemm_split split(problem.m, problem.n, problem.k, Kernel::tile_rows, Kernel::tile_columns(), threads);
-  pool->run(split.tasks(), [&](std::size_t task) {
-    multiply_rectangle<Kernel>(problem, split.rows(task), split.columns(task));
-  });
-}
-
-/// C = beta * C, for k == 0 or alpha == 0 (A and B are not read, as in BLAS).
-template <class TA, class TB, class TC>
-void scale_c(const kd::gemm_problem<TA, TB, TC>& problem) {
-  for (std::size_t i = 0; i < problem.m; ++i) {
-    TC* row = problem.c + i * problem.ldc;
-    for (std::size_t j = 0; j < problem.n; ++j) {
-      if constexpr (std::is_same_v<TC, float>) {
-        row[j] = problem.beta == 0.0f ? 0.0f : problem.beta * row[j];
-      } else {
-        row[j] = TC(problem.beta == 0.0f ? 0.0f : problem.beta * static_cast<float>(row[j]));
-      }
-    }
-  }
+  kernel.pack_a = [](const TA* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, void* dst, kd::gemm_workspace& workspace) {
+    Kernel::pack_a(src, lane_stride, depth_stride, lanes, depth, static_cast<packed_type*>(dst), workspace);
+  };
+  kernel.pack_b = [](const TB* src, std::size_t lane_stride, std::size_t depth_stride, std::size_t lanes,
+                     std::size_t depth, void* dst, kd::gemm_workspace& workspace) {
+    Kernel::template pack_b<TA>(src, lane_stride, depth_stride, lanes, depth, Kernel::tile_columns(),
+                                static_cast<packed_type*>(dst), workspace);
+  };
+  kernel.multiply_packed = [](const void* a, const void* b, std::size_t rows, std::size_t columns, std::size_t depth,
+                              float* dst, std::size_t ldd, const kd::gemm_tile_update& update) {
+    multiply_packed<Kernel>(static_cast<const packed_type*>(a), static_cast<const packed_type*>(b), rows, columns,
+                            depth, dst, ldd, update);
+  };
+  if constexpr (!std::is_same_v<TC, float>) kernel.store_rounded = &store_rounded<TC>;
+  kernel.sum_depth_blocks = &sum_depth_blocks<TA, TB, TC>;
+  return kernel;
 }
 
 inline bool native_bf16_usable() {
@@ -684,46 +547,15 @@ decltype(auto) with_kernel(std::size_t n, Run&& run) {
 template <class TA, class TB, class TC>
 void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
   with_kernel<TA>(problem.n, [&](auto kernel) {
-    using Kernel = typename decltype(kernel)::type;
-    // A packed B must be laid out for this kernel and target (its panels, its kc).
-    if (problem.packed_b && problem.packed_b->kernel != kd::gemm_kernel_choice{HWY_TARGET, Kernel::kind})
-      kd::throw_packed_b_error(problem.packed_b, {HWY_TARGET, Kernel::kind});
-    if (problem.m == 0 || problem.n == 0) return;
-    if (problem.k == 0 || problem.alpha == 0.0f) return scale_c(problem);
-    run_on_pool<Kernel>(problem);
+    kd::run_gemm(micro_kernel<typename decltype(kernel)::type, TA, TB, TC>(), problem);
   });
 }
 
-/// op(B) packed whole, depth block by depth block, as multiply_rectangle packs a block's
-/// columns, for the kernel a GEMM with an A of dtype TA runs now.
+/// op(B) packed whole for the kernel a GEMM with an A of dtype TA runs now.
 template <class TA, class TB>
 kd::packed_b_data pack_whole_b(const kd::pack_b_problem<TB>& problem) {
   return with_kernel<TA>(problem.n, [&](auto kernel) {
-    using Kernel = typename decltype(kernel)::type;
-    using packed_type = typename Kernel::packed_type;
-    kd::packed_b_data packed;
-    packed.kernel = {HWY_TARGET, Kernel::kind};
-    packed.k = problem.k;
-    packed.n = problem.n;
-    // multiply_rectangle's depth blocks and panels.
-    const std::size_t kc = std::min(Kernel::blocks().kc, problem.k), tile_columns = Kernel::tile_columns();
-    const std::size_t padded_columns = kd::round_up(problem.n, tile_columns);
-    std::size_t elements = 0;
-    for (std::size_t pc = 0; pc < problem.k; pc += kc) {
-      packed.block_offsets.push_back(elements);
-      elements += Kernel::packed_depth(std::min(kc, problem.k - pc)) * padded_columns;
-    }
-    packed.bytes = std::max<std::size_t>(elements, 1) * sizeof(packed_type);
-    packed.storage.reset(::operator new(packed.bytes, std::align_val_t{64}));
-    auto* to = static_cast<packed_type*>(packed.storage.get());
-    kd::gemm_workspace& workspace = kd::thread_gemm_workspace();
-    for (std::size_t block = 0; block < packed.block_offsets.size(); ++block) {
-      const std::size_t pc = block * kc, depth = std::min(kc, problem.k - pc);
-      const op_b_block<TB> from = op_b_at(problem.b, problem.ldb, problem.trans_b, pc, 0);
-      Kernel::template pack_b<TA>(from.first, from.lane_stride, from.depth_stride, problem.n, depth, tile_columns,
-                                  to + packed.block_offsets[block], workspace);
-    }
-    return packed;
+    return kd::pack_whole_b(micro_kernel<typename decltype(kernel)::type, TA, TB, float>(), problem);
   });
 }
 
