@@ -127,10 +127,13 @@ foreach(march IN ITEMS sapphirerapids x86-64-v4 x86-64-v2)
     list(GET entry 1 source)
     list(GET entry 2 flags)
     # The project's own build compiles the kernels for the default x86-64, older than x86-64-v2:
-    # only the -march=native sources need the check the other way round. The runtime layers (the
-    # largest TU, 80 s; no intrinsics of their own, and Eigen's double GEMM, which
-    # native_eigen_gemm checks under AVX-512) are not checked here (CI time).
-    if(march STREQUAL "x86-64-v2" AND check_name STREQUAL "kernels")
+    # only the -march=native sources need the check the other way round. Under x86-64-v4 the
+    # kernels' baseline target is AVX3, whose code is a subset of the AVX3_DL code that
+    # sapphirerapids compiles (no kernel tests for AVX3 alone): checking it too cost 72 s of one
+    # core on a Zen 3 for no source line of its own. The runtime layers (the largest TU, 80 s; no
+    # intrinsics of their own, and Eigen's double GEMM, which native_eigen_gemm checks under
+    # AVX-512) are not checked here (CI time).
+    if(check_name STREQUAL "kernels" AND NOT march STREQUAL "sapphirerapids")
       continue()
     endif()
     add_test(NAME march.${march}.${check_name}
