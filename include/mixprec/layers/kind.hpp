@@ -14,8 +14,11 @@
 //                                       a template over the json type, so that a TU compiles
 //                                       the writing where it writes a config)
 // and, for a kind with quantized forms (layers/quantization.hpp), quantizable_modes, a
-// settings.quantization member, and quantized_weights(...), which turns its float weights into
-// the quantized ones.
+// settings.quantization member, quantized_weights(...), which turns its float weights into
+// the quantized ones, and quantized_forward<C, V>, quantized_backward<C, V>, the quantized math
+// (forward and backward are the float math; the engine runs the quantized one only on a layer
+// that was given a quantized policy or quantize()d, so that a TU whose layers are never
+// quantized does not compile it).
 // The compile-time layers (Dense<64, ...>) and the runtime model's one generic layer
 // (models/runtime_layers.hpp) are both built from it, so they run the same arithmetic bit for bit
 // and write the same configs.

@@ -196,6 +196,7 @@ class KindLayer : public Layer<Derived, PolicyOption, Autocast> {
   explicit KindLayer(std::string name, typename Kind::settings settings, bool trainable = true)
       : base(std::move(name)), engine_(with_policy_quantization(std::move(settings))) {
     engine_.set_trainable(trainable);
+    if constexpr (quantization_mode_of_v<policy> != quantization_mode::none) engine_.use_quantized_arithmetic();
   }
 
  private:

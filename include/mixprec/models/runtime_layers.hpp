@@ -279,6 +279,7 @@ class runtime_layer_of final : public detail::runtime_layer_variables<C, V> {
                                      bool trainable)
       : base(std::move(name), std::move(policy)), engine_(std::move(settings)) {
     engine_.set_trainable(trainable);
+    if (engine_.quantization() != quantization_mode::none) engine_.use_quantized_arithmetic();
   }
   std::string_view class_name() const override { return Kind::keras_class; }
   bool trainable() const override { return engine_.trainable(); }

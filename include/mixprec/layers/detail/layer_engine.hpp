@@ -297,6 +297,20 @@ class layer_engine : public kind_engine<Kind> {
   explicit layer_engine(settings_type settings)
       : base(std::move(settings), sizeof(C) > sizeof(float) ? sizeof(C) : sizeof(float)) {}
 
+  /// Makes the kind's quantized arithmetic (quantized_forward, quantized_backward) the one a
+  /// quantized layer runs. Named only here, and this only where a layer may run quantized (a
+  /// quantized policy's layer, adopt_quantization): a TU whose layers are never quantized does
+  /// not compile the quantized arithmetic.
+  void use_quantized_arithmetic() {
+    if constexpr (requires { Kind::quantizable_modes; })
+      quantized_ = {&Kind::template quantized_forward<C, V>, &Kind::template quantized_backward<C, V>};
+  }
+  /// kind_engine's, with the quantized arithmetic made the one the layer runs.
+  typename base::quantization_undo adopt_quantization(quantization_mode mode) {
+    use_quantized_arithmetic();
+    return base::adopt_quantization(mode);
+  }
+
   /// What quantizing the built layer in `mode` gives: the new weights' specs and values (from
   /// the float weights' values, in weight order). Nothing changes until adopt_quantization.
   std::pair<std::vector<weight_spec>, std::vector<weight_values<V>>> quantized_weights(
@@ -313,8 +327,8 @@ class layer_engine : public kind_engine<Kind> {
             std::vector<weight_update<V>>& updates) {
     this->check_batch(shape.batch);
     const scratch_scope scope;
-    Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->state_, shape, x, weights, y, training,
-                                                          this->trainable_, nullptr, updates, &packed_weight_});
+    run_forward(forward_args<Kind, C, V>{this->settings_, this->state_, shape, x, weights, y, training, this->trainable_,
+                                     nullptr, updates, &packed_weight_});
   }
 
   /// A training step's forward pass over x (in any dtype: cast to C here, Keras' autocast). The
@@ -425,10 +439,28 @@ class layer_engine : public kind_engine<Kind> {
     updates_.clear();
     packed_weight_.release();
     const scratch_scope scope;
-    Kind::template forward<C, V>(forward_args<Kind, C, V>{this->settings_, this->pending_state_, {batch, this->input_},
-                                                          input_values_, weights, output_, true, this->trainable_,
-                                                          &saved_, updates_});
+    run_forward(forward_args<Kind, C, V>{this->settings_, this->pending_state_, {batch, this->input_}, input_values_,
+                                     weights, output_, true, this->trainable_, &saved_, updates_});
     return output_;
+  }
+  /// The kind's float arithmetic, or its quantized one on a quantized layer.
+  void run_forward(const forward_args<Kind, C, V>& args) const {
+    if (this->quantization() == quantization_mode::none) return Kind::template forward<C, V>(args);
+    quantized().forward(args);
+  }
+  void run_backward(const backward_args<Kind, C, V>& args) const {
+    if (this->quantization() == quantization_mode::none) return Kind::template backward<C, V>(args);
+    quantized().backward(args);
+  }
+  struct quantized_arithmetic {
+    void (*forward)(const forward_args<Kind, C, V>&) = nullptr;
+    void (*backward)(const backward_args<Kind, C, V>&) = nullptr;
+  };
+  const quantized_arithmetic& quantized() const {
+    if (!quantized_.forward)
+      throw std::logic_error(std::string(Kind::keras_class) +
+                             ": a quantized layer without its quantized arithmetic (use_quantized_arithmetic).");
+    return quantized_;
   }
   /// With `below`, the kind's backward_over_input writes the input gradient over it.
   std::span<C> backward_in_compute_dtype(std::span<C> dy_c, std::span<const ref> weights, bool want_input_gradient,
@@ -448,10 +480,10 @@ class layer_engine : public kind_engine<Kind> {
                                          output_,         weights,          dy_c,   input_gradient_,
                                          gradients,       this->trainable_, updates_, dy_is_pre_activation_gradient};
     if constexpr (requires { Kind::template writes_gradient_over_input<C>(this->settings_); }) {
-      if (below) Kind::template backward_over_input<C, V>(args, *below);
-      else Kind::template backward<C, V>(args);
+      if (below) Kind::template backward_over_input<C, V>(args, *below);  // unquantized (writes_gradient_over)
+      else run_backward(args);
     } else {
-      Kind::template backward<C, V>(args);
+      run_backward(args);
     }
     for (std::size_t i = 0; i < specs.size(); ++i)
       if (this->trains(i) && specs[i].regularizer)
@@ -468,6 +500,7 @@ class layer_engine : public kind_engine<Kind> {
   typename Kind::template saved<C> saved_;
   std::vector<value_buffer<V>> gradients_;
   packed_product_weight<C> packed_weight_;
+  quantized_arithmetic quantized_;
 };
 
 }  // namespace mixprec::detail

@@ -100,25 +100,12 @@ struct dense {
     return values;
   }
 
+  /// The float arithmetic (the layer engine runs quantized_forward on a quantized layer).
   template <class C, class V>
   static void forward(const detail::forward_args<dense, C, V>& a) {
     const std::size_t in = a.shape.last();
-    std::span<C> pre_activation;
-    if (a.saved && keeps_pre_activation(a.settings.activation)) {
-      a.saved->pre_activation.resize(a.y.size());
-      pre_activation = a.saved->pre_activation;
-    }
+    const std::span<C> pre_activation = pre_activation_record(a);
     const std::span<const C> bias_values = bias<C>(a.settings.use_bias, a.weights);
-    if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
-      if (a.settings.quantization == quantization_mode::int8)
-        return detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
-                                                bias_values, a.settings.units, a.settings.activation, a.y,
-                                                pre_activation);
-    }
-    if constexpr (quantizable_pair<C, V>(quantization_mode::float8)) {
-      if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
-    }
-    check_float(a.settings);
     detail::with_product_weight<C>(a.weights[0].value, a.weights[0].version, in, a.settings.units, a.packed_weight,
                                    [&](const auto& kernel) {
                                      detail::dense_forward<C>(a.x, a.x.size() / in, in, kernel, bias_values,
@@ -126,14 +113,51 @@ struct dense {
                                                               pre_activation);
                                    });
   }
+  /// int8: y = activation(dequantize(quantize_rows(x) kernel_int8) + bias); float8: forward on
+  /// the float8-rounded inputs and kernel (float8_forward).
+  template <class C, class V>
+  static void quantized_forward(const detail::forward_args<dense, C, V>& a) {
+    const std::span<C> pre_activation = pre_activation_record(a);
+    if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
+      if (a.settings.quantization == quantization_mode::int8) {
+        const std::size_t in = a.shape.last();
+        return detail::int8_dense_forward<C, V>(a.x, a.x.size() / in, in, a.weights[0].int8, a.weights.back().value,
+                                                bias<C>(a.settings.use_bias, a.weights), a.settings.units,
+                                                a.settings.activation, a.y, pre_activation);
+      }
+    }
+    if constexpr (quantizable_pair<C, V>(quantization_mode::float8)) {
+      if (a.settings.quantization == quantization_mode::float8) return float8_forward<C, V>(a, pre_activation);
+    }
+    throw_not_compiled(a.settings);
+  }
+  /// Where a training step keeps the pre-activation (for activations whose gradient reads it);
+  /// empty when it is not kept.
+  template <class C, class V>
+  static std::span<C> pre_activation_record(const detail::forward_args<dense, C, V>& a) {
+    if (!a.saved || !keeps_pre_activation(a.settings.activation)) return {};
+    a.saved->pre_activation.resize(a.y.size());
+    return a.saved->pre_activation;
+  }
 
-  /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
-  /// (straight through the inputs' rounding), as in Keras.
+  /// The float arithmetic (the layer engine runs quantized_backward on a quantized layer).
   template <class C, class V>
   static void backward(const detail::backward_args<dense, C, V>& a) {
     const std::size_t in = a.shape.last(), units = a.settings.units;
     const std::span<const C> dz = activation_input_gradient<C>(applied_activation(a), a.saved.pre_activation, a.y, a.dy, units);
-    const std::span<V> bias_gradient = a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
+    // Read for the input gradient only (none for the first layer, nor in backward_over_input).
+    using K = const detail::product_weight_t<C, V>;
+    const std::span<K> kernel = a.dx.empty() ? std::span<K>() : detail::product_weight<C>(a.weights[0].value);
+    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, a.weight_gradients[0],
+                                 bias_gradient_of(a), a.dx);
+  }
+  /// int8: the kernel is frozen; the input gradient flows through the dequantized kernel
+  /// (straight through the inputs' rounding), as in Keras.
+  template <class C, class V>
+  static void quantized_backward(const detail::backward_args<dense, C, V>& a) {
+    const std::size_t in = a.shape.last(), units = a.settings.units;
+    const std::span<const C> dz = activation_input_gradient<C>(applied_activation(a), a.saved.pre_activation, a.y, a.dy, units);
+    const std::span<V> bias_gradient = bias_gradient_of(a);
     if constexpr (quantizable_pair<C, V>(quantization_mode::int8)) {
       if (a.settings.quantization == quantization_mode::int8) {
         const std::span<const C> kernel =
@@ -158,12 +182,11 @@ struct dense {
         return detail::dense_backward<C, V>(a.x, a.x.size() / in, in, {}, units, dz, {}, bias_gradient, {});
       }
     }
-    check_float(a.settings);
-    // Read for the input gradient only (none for the first layer, nor in backward_over_input).
-    using K = const detail::product_weight_t<C, V>;
-    const std::span<K> kernel = a.dx.empty() ? std::span<K>() : detail::product_weight<C>(a.weights[0].value);
-    detail::dense_backward<C, V>(a.x, a.x.size() / in, in, kernel, units, dz, a.weight_gradients[0], bias_gradient,
-                                 a.dx);
+    throw_not_compiled(a.settings);
+  }
+  template <class C, class V>
+  static std::span<V> bias_gradient_of(const detail::backward_args<dense, C, V>& a) {
+    return a.settings.use_bias ? a.weight_gradients[1] : std::span<V>();
   }
 
   /// backward, its input gradient written over the output the layer below lends (kind.hpp's
@@ -263,12 +286,11 @@ struct dense {
                                         first + 2, a.updates);
     }
   }
-  /// The float arithmetic must not run on a quantized layer's weights (a quantized policy's
-  /// (compute, variable) pair always has its quantized arithmetic compiled: KindLayer and the
-  /// runtime factory check it).
-  static void check_float(const settings& s) {
-    if (s.quantization != quantization_mode::none)
-      throw std::logic_error("Dense: quantized arithmetic is not compiled for this compute and variable dtype.");
+  /// A quantized policy's (compute, variable) pair always has its quantized arithmetic
+  /// compiled (KindLayer and the runtime factory check it): reaching this is a bug.
+  [[noreturn]] static void throw_not_compiled(const settings& s) {
+    throw std::logic_error("Dense: the " + std::string(quantization_mode_name(s.quantization)) +
+                           " arithmetic is not compiled for this compute and variable dtype.");
   }
   /// The position of inputs_scale among a float8 layer's weights.
   static std::size_t float8_first_scale(const settings& s) { return s.use_bias ? 2 : 1; }
