@@ -4,6 +4,8 @@
 // the packing, and the roundings, which the loop nest reaches through a gemm_micro_kernel. That
 // costs an indirect call per packed block, not per tile, and halves the GEMM code a TU compiles.
 // No vector types, and no floating-point adds (a TU's contraction flags cannot change a bit).
+// In an unnamed namespace, as the per-target code is: each TU keeps its own copy, compiled with
+// its own flags, so that a TU built with -march=native cannot lend its copy to one that is not.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <mixprec/kernels/thread_pool.hpp>
 
 namespace mixprec::kernels::detail {
+namespace {
 
 /// A micro-kernel as one target compiled it for these operand dtypes. Packed operands are
 /// arrays of `packed_size`-byte elements, `packed_depth(depth)` per lane.
@@ -73,10 +76,6 @@ Byte* packed_at(Byte* packed, std::size_t elements, const gemm_micro_kernel<TA, 
   return packed + elements * kernel.packed_size;
 }
 
-/// Micro-panels of B that multiply_packing_b packs at once (8 x 32 columns of the native kernel:
-/// a row-major B is read 512 bytes of a row at a time).
-inline constexpr std::size_t b_packing_group = 8;
-
 /// multiply_packed, packing B's micro-panels here, b_packing_group at a time right before they are
 /// used (pack_b_columns(first column, columns, destination) packs into `b`'s layout), so that the
 /// kernel reads them from L2 rather than from the L3 to which packing a block larger than L2
@@ -85,6 +84,8 @@ template <class TA, class TB, class TC, class PackB>
 void multiply_packing_b(const gemm_micro_kernel<TA, TB, TC>& kernel, const std::byte* a, std::byte* b,
                         std::size_t rows, std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
                         const gemm_tile_update& update, const PackB& pack_b_columns) {
+  // 8 x 32 columns of the native kernel: a row-major B is read 512 bytes of a row at a time.
+  constexpr std::size_t b_packing_group = 8;
   const std::size_t group_columns = b_packing_group * kernel.tile_columns;
   const std::size_t packed_depth = kernel.packed_depth(depth);
   for (std::size_t first = 0; first < columns; first += group_columns) {
@@ -286,4 +287,5 @@ packed_b_data pack_whole_b(const gemm_micro_kernel<TA, TB, TC>& kernel, const pa
   return packed;
 }
 
+}  // namespace
 }  // namespace mixprec::kernels::detail

@@ -299,8 +299,9 @@ class layer_engine : public kind_engine<Kind> {
 
   /// Makes the kind's quantized arithmetic (quantized_forward, quantized_backward) the one a
   /// quantized layer runs. Named only here, and this only where a layer may run quantized (a
-  /// quantized policy's layer, adopt_quantization): a TU whose layers are never quantized does
-  /// not compile the quantized arithmetic.
+  /// quantized policy's compile-time layer, adopt_quantization, and every runtime layer, whose
+  /// policy is read at run time): a TU whose compile-time layers are never quantized does not
+  /// compile the quantized arithmetic.
   void use_quantized_arithmetic() {
     if constexpr (requires { Kind::quantizable_modes; })
       quantized_ = {&Kind::template quantized_forward<C, V>, &Kind::template quantized_backward<C, V>};
