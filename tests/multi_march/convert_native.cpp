@@ -1,19 +1,3 @@
-// Built with -march=native: a different target set in the same program.
-#include <mixprec/kernels/convert.hpp>
-#include <mixprec/kernels/gemm.hpp>
-
-std::vector<mixprec::bfloat16> to_bfloat16_native(const std::vector<float>& x) {
-  std::vector<mixprec::bfloat16> y(x.size());
-  mixprec::kernels::convert<float, mixprec::bfloat16>(x, y);
-  return y;
-}
-
-// The GEMM's loop nest is target-independent code: each TU must keep its own copy, compiled with
-// its own flags (kernels/detail/gemm_driver.hpp).
-std::vector<float> gemm_native(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t n,
-                            std::size_t k) {
-  std::vector<float> c(m * n);
-  mixprec::kernels::gemm(mixprec::kernels::transpose::no, mixprec::kernels::transpose::no, m, n, k, 1.0f, a, k, b, n,
-                         0.0f, c, n);
-  return c;
-}
+// Built with -march=native: convert_default.cpp's calls, in a different target set.
+#define MIXPREC_MULTI_MARCH_NATIVE
+#include "convert_default.cpp"
