@@ -1,3 +1,8 @@
-// Built with -march=native: convert_default.cpp's calls, in a different target set.
-#define MIXPREC_MULTI_MARCH_NATIVE
-#include "convert_default.cpp"
+// Built with -march=native: a different target set in the same program.
+#include <mixprec/kernels/convert.hpp>
+
+std::vector<mixprec::bfloat16> to_bfloat16_native(const std::vector<float>& x) {
+  std::vector<mixprec::bfloat16> y(x.size());
+  mixprec::kernels::convert<float, mixprec::bfloat16>(x, y);
+  return y;
+}

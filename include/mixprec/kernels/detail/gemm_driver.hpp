@@ -4,8 +4,8 @@
 // the packing, and the roundings, which the loop nest reaches through a gemm_micro_kernel. That
 // costs an indirect call per packed block, not per tile, and halves the GEMM code a TU compiles.
 // No vector types, and no floating-point adds (a TU's contraction flags cannot change a bit).
-// In an unnamed namespace, as the per-target code is: each TU keeps its own copy, compiled with
-// its own flags, so that a TU built with -march=native cannot lend its copy to one that is not.
+// In an unnamed namespace, as the per-target code is: a TU's per-target code calls the copy that
+// TU compiled, with its flags, never one the linker kept from a TU with other -march flags.
 #pragma once
 
 #include <algorithm>
