@@ -467,11 +467,12 @@ void sum_depth_blocks(const kd::gemm_problem<TA, TB, TC>& problem, float* block_
   }
 }
 
-/// Kernel as this target compiled it for these operand dtypes: what kd::run_gemm's loop nest calls.
-template <class Kernel, class TA, class TB, class TC>
-kd::gemm_micro_kernel<TA, TB, TC> micro_kernel() {
+/// Kernel as this target compiled it for these operand dtypes: what kd::run_gemm's loop nest
+/// and kd::pack_whole_b call.
+template <class Kernel, class TA, class TB>
+kd::gemm_micro_kernel<TA, TB> micro_kernel() {
   using packed_type = typename Kernel::packed_type;
-  kd::gemm_micro_kernel<TA, TB, TC> kernel{};
+  kd::gemm_micro_kernel<TA, TB> kernel{};
   kernel.choice = {HWY_TARGET, Kernel::kind};
   kernel.tile_rows = Kernel::tile_rows;
   kernel.tile_columns = Kernel::tile_columns();
@@ -498,8 +499,13 @@ kd::gemm_micro_kernel<TA, TB, TC> micro_kernel() {
     multiply_packed<Kernel>(static_cast<const packed_type*>(a), static_cast<const packed_type*>(b), rows, columns,
                             depth, dst, ldd, update);
   };
+  return kernel;
+}
+/// The same, with this target's rounding of a C of dtype TC.
+template <class Kernel, class TA, class TB, class TC>
+kd::gemm_kernel_into<TA, TB, TC> kernel_into() {
+  kd::gemm_kernel_into<TA, TB, TC> kernel{micro_kernel<Kernel, TA, TB>(), nullptr, &sum_depth_blocks<TA, TB, TC>};
   if constexpr (!std::is_same_v<TC, float>) kernel.store_rounded = &store_rounded<TC>;
-  kernel.sum_depth_blocks = &sum_depth_blocks<TA, TB, TC>;
   return kernel;
 }
 
@@ -547,7 +553,7 @@ decltype(auto) with_kernel(std::size_t n, Run&& run) {
 template <class TA, class TB, class TC>
 void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
   with_kernel<TA>(problem.n, [&](auto kernel) {
-    kd::run_gemm(micro_kernel<typename decltype(kernel)::type, TA, TB, TC>(), problem);
+    kd::run_gemm(kernel_into<typename decltype(kernel)::type, TA, TB, TC>(), problem);
   });
 }
 
@@ -555,7 +561,7 @@ void run_gemm(const kd::gemm_problem<TA, TB, TC>& problem) {
 template <class TA, class TB>
 kd::packed_b_data pack_whole_b(const kd::pack_b_problem<TB>& problem) {
   return with_kernel<TA>(problem.n, [&](auto kernel) {
-    return kd::pack_whole_b(micro_kernel<typename decltype(kernel)::type, TA, TB, float>(), problem);
+    return kd::pack_whole_b(micro_kernel<typename decltype(kernel)::type, TA, TB>(), problem);
   });
 }
 

@@ -1,7 +1,7 @@
 // The float GEMM's loop nest (gemm_blocking.hpp's blocks, the thread split, the depth split, a
 // whole packed B), compiled once per operand dtypes instead of once per Highway target and
 // micro-kernel: what is per target (gemm-inl.hpp) is the micro-kernel's loop over a packed block,
-// the packing, and the roundings, which the loop nest reaches through a gemm_micro_kernel. That
+// the packing, and the roundings, which the loop nest reaches through a gemm_kernel_into. That
 // costs an indirect call per packed block, not per tile, and halves the GEMM code a TU compiles.
 // No vector types, and no floating-point adds (a TU's contraction flags cannot change a bit).
 // In an unnamed namespace, as the per-target code is: a TU's per-target code calls the copy that
@@ -21,9 +21,10 @@
 namespace mixprec::kernels::detail {
 namespace {
 
-/// A micro-kernel as one target compiled it for these operand dtypes. Packed operands are
-/// arrays of `packed_size`-byte elements, `packed_depth(depth)` per lane.
-template <class TA, class TB, class TC>
+/// A micro-kernel as one target compiled it for these operand dtypes: its packing and its
+/// multiplication, whatever C is. Packed operands are arrays of `packed_size`-byte elements,
+/// `packed_depth(depth)` per lane.
+template <class TA, class TB>
 struct gemm_micro_kernel {
   gemm_kernel_choice choice;
   std::size_t tile_rows;
@@ -47,6 +48,11 @@ struct gemm_micro_kernel {
   /// A packed block of A (rows x depth) times one of B (depth x columns) into dst, tile by tile.
   void (*multiply_packed)(const void* a, const void* b, std::size_t rows, std::size_t columns, std::size_t depth,
                           float* dst, std::size_t ldd, const gemm_tile_update& update);
+};
+
+/// The micro-kernel, and what its target does with the sums of a C of dtype TC.
+template <class TA, class TB, class TC>
+struct gemm_kernel_into : gemm_micro_kernel<TA, TB> {
   /// c = round(sums + beta * c) (a 16-bit C; null for a float one).
   void (*store_rounded)(const float* sums, std::size_t lds, std::size_t rows, std::size_t columns, float beta, TC* c,
                         std::size_t ldc);
@@ -71,8 +77,8 @@ op_b_block<TB> op_b_at(const TB* b, std::size_t ldb, bool trans_b, std::size_t p
 }
 
 /// `packed` advanced by `elements` packed elements of the kernel.
-template <class Byte, class TA, class TB, class TC>
-Byte* packed_at(Byte* packed, std::size_t elements, const gemm_micro_kernel<TA, TB, TC>& kernel) {
+template <class Byte, class TA, class TB>
+Byte* packed_at(Byte* packed, std::size_t elements, const gemm_micro_kernel<TA, TB>& kernel) {
   return packed + elements * kernel.packed_size;
 }
 
@@ -80,8 +86,8 @@ Byte* packed_at(Byte* packed, std::size_t elements, const gemm_micro_kernel<TA, 
 /// used (pack_b_columns(first column, columns, destination) packs into `b`'s layout), so that the
 /// kernel reads them from L2 rather than from the L3 to which packing a block larger than L2
 /// whole spills them. The later row blocks then reuse them.
-template <class TA, class TB, class TC, class PackB>
-void multiply_packing_b(const gemm_micro_kernel<TA, TB, TC>& kernel, const std::byte* a, std::byte* b,
+template <class TA, class TB, class PackB>
+void multiply_packing_b(const gemm_micro_kernel<TA, TB>& kernel, const std::byte* a, std::byte* b,
                         std::size_t rows, std::size_t columns, std::size_t depth, float* dst, std::size_t ldd,
                         const gemm_tile_update& update, const PackB& pack_b_columns) {
   // 8 x 32 columns of the native kernel: a row-major B is read 512 bytes of a row at a time.
@@ -99,7 +105,7 @@ void multiply_packing_b(const gemm_micro_kernel<TA, TB, TC>& kernel, const std::
 /// One thread's rectangle of C: the loop nest of gemm_blocking.hpp. A float C accumulates in
 /// place; a 16-bit C accumulates in float, by row chunks, and is rounded once at the end.
 template <class TA, class TB, class TC>
-void multiply_rectangle(const gemm_micro_kernel<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem,
+void multiply_rectangle(const gemm_kernel_into<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem,
                         index_range rows, index_range columns) {
   constexpr bool accumulate_in_c = std::is_same_v<TC, float>;
   const std::size_t tile_columns = kernel.tile_columns;
@@ -184,20 +190,15 @@ void multiply_rectangle(const gemm_micro_kernel<TA, TB, TC>& kernel, const gemm_
 /// sum_depth_blocks adds them up in block order with the operations a tile update does (see
 /// gemm_tile_update), so each C element gets the bits it gets without the split.
 template <class TA, class TB, class TC>
-void run_depth_split(const gemm_micro_kernel<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem,
+void run_depth_split(const gemm_kernel_into<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem,
                      thread_pool& pool) {
   const std::size_t m = problem.m, n = problem.n, kc = kernel.blocks.kc;
   const std::size_t blocks = ceil_div(problem.k, kc);
   const std::size_t ld = depth_split_row_floats(n, kernel.lanes);
   const std::size_t block_size = m * ld;
   float* block_sums = thread_gemm_workspace().block_sums.get<float>(blocks * block_size);
-  // The blocks' parts have a float C whatever C is: the same loop nest for another C dtype.
-  gemm_micro_kernel<TA, TB, float> part_kernel{kernel.choice,       kernel.tile_rows, kernel.tile_columns,
-                                               kernel.lanes,        kernel.packed_size, kernel.blocks,
-                                               kernel.packed_depth, kernel.packs_b_before_use,
-                                               kernel.begin,        kernel.end,        kernel.pack_a,
-                                               kernel.pack_b,       kernel.multiply_packed,
-                                               nullptr,             nullptr};
+  // The blocks' parts have a float C whatever C is: the same micro-kernel, nothing to round.
+  const gemm_kernel_into<TA, TB, float> part_kernel{kernel, nullptr, nullptr};
   pool.run(blocks, [&](std::size_t block) {
     const std::size_t pc = block * kc;
     const gemm_problem<TA, TB, float> part{problem.trans_a,
@@ -239,7 +240,7 @@ void scale_c(const gemm_problem<TA, TB, TC>& problem) {
 /// The GEMM on `kernel`: C split across the GEMM thread pool (or its depth blocks, when that is
 /// cheaper).
 template <class TA, class TB, class TC>
-void run_gemm(const gemm_micro_kernel<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem) {
+void run_gemm(const gemm_kernel_into<TA, TB, TC>& kernel, const gemm_problem<TA, TB, TC>& problem) {
   // A packed B must be laid out for this kernel and target (its panels, its kc).
   if (problem.packed_b && problem.packed_b->kernel != kernel.choice) throw_packed_b_error(problem.packed_b, kernel.choice);
   if (problem.m == 0 || problem.n == 0) return;
@@ -260,8 +261,8 @@ void run_gemm(const gemm_micro_kernel<TA, TB, TC>& kernel, const gemm_problem<TA
 
 /// op(B) packed whole for `kernel`, depth block by depth block, as multiply_rectangle packs a
 /// block's columns.
-template <class TA, class TB, class TC>
-packed_b_data pack_whole_b(const gemm_micro_kernel<TA, TB, TC>& kernel, const pack_b_problem<TB>& problem) {
+template <class TA, class TB>
+packed_b_data pack_whole_b(const gemm_micro_kernel<TA, TB>& kernel, const pack_b_problem<TB>& problem) {
   packed_b_data packed;
   packed.kernel = kernel.choice;
   packed.k = problem.k;
