@@ -1,4 +1,5 @@
 // compile() without the training floor's header.
+// compiled alone: the other snippets include the training header that this one leaves out
 // expect: compile(), train_on_batch() and test_on_batch() live on the training floor: #include <mixprec/training.hpp>.
 #include <mixprec/layers.hpp>
 #include <mixprec/models/sequential.hpp>

@@ -1,0 +1,1 @@
+// A snippet must say what it expects.

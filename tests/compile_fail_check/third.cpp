@@ -1,0 +1,2 @@
+// No error of the log is its own.
+// expect: lib: int is not accepted
