@@ -1,17 +1,20 @@
-// Checks one compile-fail snippet against the diagnostics of a compile that held it, alone or
+// Checks one compile-fail snippet against the diagnostics of a compile that held it: alone, or
 // with the other snippets in one translation unit (unity.cmake, each inside a namespace
 // unity_<stem>, whose name is taken out of the diagnostics: the user's code has none):
-//   compile_fail_check <diagnostics.log> <snippet.cpp>
-// An error belongs to the snippet named last at the head of a line (GCC's "<file>:<line>:..."
-// and "<file>: In function ..."), from the line after the previous error to the error itself:
-// the context GCC prints before an error ends with the user's line ("required from here"). An
-// error without such a line follows on from the one before it. The snippet must own an error;
-// the first of its "// expect: <text>" lines must be in its first error (what a user reads first,
-// and all that -Wfatal-errors shows, is ours), and every one must be in the text around its
-// errors (each error with the lines from the previous error to the next).
+//   compile_fail_check <diagnostics.log> <snippet.cpp> [alone]
+// The log is read as GCC writes it: a diagnostic is an error with the context lines GCC prints
+// before it ("In instantiation of ...", "... required from here"), its source lines and carets,
+// and the notes that follow (each with its own context). An error belongs to the snippet named
+// last at the head of a line of that context or of the error line ("<file>:<line>:..." and
+// "<file>: In function ..."): the context ends with the user's line. An error without such a
+// line follows on from the one before it; compiled alone, every error is the snippet's (clang
+// prints its context after the error). The snippet must own an error; the first of its
+// "// expect: <text>" lines must be in its first error (what a user reads first, and all that
+// -Wfatal-errors shows, is ours), and every one in its own diagnostics.
 #include <cstddef>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -38,13 +41,55 @@ std::optional<std::string> leading_source(const std::string& line) {
   return line.substr(0, end + 4);
 }
 
-// "<file>:<line>:<column>: error: ..." (a note's text may quote "error: " further on).
-bool is_error(const std::string& line) {
-  for (const char* marker : {": error: ", ": fatal error: "}) {
+// "<file>:<line>:<column>: <kind>: ..." (a message may quote "error: " further on).
+bool is_a(const std::string& line, std::initializer_list<const char*> markers) {
+  for (const char* marker : markers) {
     const auto at = line.find(marker);
     if (at != std::string::npos && line.find(' ') > at) return true;
   }
   return false;
+}
+bool is_error(const std::string& line) { return is_a(line, {": error: ", ": fatal error: "}); }
+bool is_note(const std::string& line) { return is_a(line, {": note: "}); }
+
+// "   15 | float f();" and "      |   ^~~": the source line and carets under a message.
+bool is_source_excerpt(const std::string& line) {
+  const auto bar = line.find(" |");
+  return bar != std::string::npos && line.find_first_not_of(" 0123456789") == bar + 1;
+}
+
+// One error with its context, excerpts and notes; `owner` the snippet whose line it comes from.
+struct diagnostic {
+  std::string error;
+  std::string text;
+  std::optional<std::string> owner;
+};
+
+std::vector<diagnostic> diagnostics_of(const std::vector<std::string>& lines) {
+  std::vector<diagnostic> diagnostics;
+  std::string context;  // lines since the last message and its excerpts
+  std::optional<std::string> source_in_context;
+  std::optional<std::string> owner;
+  bool in_excerpt = false;
+  for (const auto& line : lines) {
+    if (in_excerpt && is_source_excerpt(line)) {
+      if (!diagnostics.empty()) diagnostics.back().text += line + "\n";
+      continue;
+    }
+    in_excerpt = false;
+    if (auto source = leading_source(line)) source_in_context = source;
+    context += line + "\n";
+    if (!is_error(line) && !is_note(line)) continue;
+    if (is_error(line)) {
+      if (source_in_context) owner = source_in_context;
+      diagnostics.push_back({line, "", owner});
+    }
+    if (!diagnostics.empty()) diagnostics.back().text += context;
+    context.clear();
+    source_in_context.reset();
+    in_excerpt = true;
+  }
+  return diagnostics;
 }
 
 void erase_all(std::string& text, const std::string& what) {
@@ -54,11 +99,13 @@ void erase_all(std::string& text, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: compile_fail_check <diagnostics.log> <snippet.cpp>\n";
+  if (argc < 3 || argc > 4 || (argc == 4 && std::string(argv[3]) != "alone")) {
+    std::cerr << "usage: compile_fail_check <diagnostics.log> <snippet.cpp> [alone]\n";
     return 2;
   }
+  const std::string log = argv[1];
   const std::string snippet = argv[2];
+  const bool alone = argc == 4;
   std::vector<std::string> expected;
   for (const auto& line : read_lines(argv[2]))
     if (line.rfind("// expect: ", 0) == 0) expected.push_back(line.substr(11));
@@ -66,34 +113,23 @@ int main(int argc, char** argv) {
     std::cerr << snippet << " needs at least one '// expect: <message>' line\n";
     return 1;
   }
-  const auto slash = snippet.find_last_of('/');
-  const auto stem = snippet.substr(slash + 1, snippet.size() - slash - 1 - 4);
+  const auto name = snippet.substr(snippet.find_last_of('/') + 1);
+  const auto stem = name.substr(0, name.find('.'));  // as CMake's NAME_WE, which unity.cmake uses
   std::vector<std::string> lines = read_lines(argv[1]);
   for (auto& line : lines) erase_all(line, "unity_" + stem + "::");
 
-  std::vector<std::size_t> errors;  // line indices
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    if (is_error(lines[i])) errors.push_back(i);
-  std::vector<std::size_t> owned;  // indices into errors
-  std::optional<std::string> owner;
-  for (std::size_t e = 0; e < errors.size(); ++e) {
-    const std::size_t from = e == 0 ? 0 : errors[e - 1] + 1;
-    for (std::size_t i = from; i <= errors[e]; ++i)
-      if (auto source = leading_source(lines[i])) owner = source;
-    if (owner == snippet) owned.push_back(e);
-  }
+  std::vector<diagnostic> owned;
+  for (auto& d : diagnostics_of(lines))
+    if (alone || d.owner == snippet) owned.push_back(std::move(d));
   if (owned.empty()) {
-    std::cerr << snippet << " compiled, but it must be rejected with: " << expected.front() << "\n";
+    std::cerr << snippet << " was not rejected: no error of " << log
+              << " comes from its lines (it compiled, or the compile stopped before it); it must be rejected with: "
+              << expected.front() << "\n";
     return 1;
   }
-  std::string text;  // every owned error with the lines from the previous error to the next
-  for (const std::size_t e : owned) {
-    const std::size_t from = e == 0 ? 0 : errors[e - 1] + 1;
-    const std::size_t to = e + 1 < errors.size() ? errors[e + 1] : lines.size();
-    for (std::size_t i = from; i < to; ++i) text += lines[i] + "\n";
-  }
-  const std::string& first_error = lines[errors[owned.front()]];
-  if (first_error.find(expected.front()) == std::string::npos) {
+  std::string text;
+  for (const auto& d : owned) text += d.text;
+  if (owned.front().error.find(expected.front()) == std::string::npos) {
     std::cerr << snippet << " failed to compile, but its first error is not '" << expected.front() << "':\n" << text;
     return 1;
   }

@@ -1,3 +1,3 @@
-// One of its messages is not in the log.
+// One of its messages is only in a note of the error before its own, which is not its.
 // expect: lib: long is not accepted
 // expect: lib: long is too long
