@@ -70,6 +70,15 @@ file(GLOB compile_fail_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/com
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${compile_fail_sources})  # the markers
 add_executable(mixprec_compile_fail_check compile_fail_check.cpp)
 target_link_libraries(mixprec_compile_fail_check PRIVATE mixprec_warnings)
+# A compile of snippets that must be rejected (its log in <name>.log): the fixture their checks require.
+function(add_compile_fail_compile name sources cost)
+  list(JOIN sources "|" source_list)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} "-DSOURCES=${source_list}"
+            -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/${name}.cpp -DDIAGNOSTICS=${CMAKE_CURRENT_BINARY_DIR}/${name}.log
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/compile.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS "compile_fail" FIXTURES_SETUP ${name} COST ${cost})
+endfunction()
 set(compile_fail_together "")
 foreach(source IN LISTS compile_fail_sources)
   get_filename_component(check_name ${source} NAME_WE)
@@ -79,10 +88,7 @@ foreach(source IN LISTS compile_fail_sources)
   if(compiled_alone OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     set(compile compile_fail.compile.${check_name})
     set(alone alone)
-    add_test(NAME ${compile}
-      COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} -DSOURCES=${source}
-              -DDIAGNOSTICS=${CMAKE_CURRENT_BINARY_DIR}/${compile}.log -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/compile.cmake)
-    set_tests_properties(${compile} PROPERTIES LABELS "compile_fail" FIXTURES_SETUP ${compile} COST 10)
+    add_compile_fail_compile(${compile} ${source} 10)
   else()
     list(APPEND compile_fail_together ${source})
   endif()
@@ -91,14 +97,7 @@ foreach(source IN LISTS compile_fail_sources)
   set_tests_properties(compile_fail.${check_name} PROPERTIES LABELS "compile_fail" FIXTURES_REQUIRED ${compile})
 endforeach()
 if(compile_fail_together)
-  list(JOIN compile_fail_together "|" compile_fail_list)
-  add_test(NAME compile_fail.compile.together
-    COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} "-DSOURCES=${compile_fail_list}"
-            -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/compile_fail.compile.together.cpp
-            -DDIAGNOSTICS=${CMAKE_CURRENT_BINARY_DIR}/compile_fail.compile.together.log
-            -P ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail/compile.cmake)
-  set_tests_properties(compile_fail.compile.together PROPERTIES LABELS "compile_fail"
-                       FIXTURES_SETUP compile_fail.compile.together COST 40)
+  add_compile_fail_compile(compile_fail.compile.together "${compile_fail_together}" 40)
 endif()
 # The checker itself, on a hand-written log (compile_fail_check/): what it accepts (its exit
 # status) and each refusal (its message).

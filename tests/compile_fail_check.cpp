@@ -22,7 +22,7 @@
 
 namespace {
 
-std::vector<std::string> read_lines(const char* path) {
+std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << "compile_fail_check: cannot read " << path << "\n";
@@ -79,8 +79,9 @@ std::vector<diagnostic> diagnostics_of(const std::vector<std::string>& lines) {
     in_excerpt = false;
     if (auto source = leading_source(line)) source_in_context = source;
     context += line + "\n";
-    if (!is_error(line) && !is_note(line)) continue;
-    if (is_error(line)) {
+    const bool error = is_error(line);
+    if (!error && !is_note(line)) continue;
+    if (error) {
       if (source_in_context) owner = source_in_context;
       diagnostics.push_back({line, "", owner});
     }
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
   const std::string snippet = argv[2];
   const bool alone = argc == 4;
   std::vector<std::string> expected;
-  for (const auto& line : read_lines(argv[2]))
+  for (const auto& line : read_lines(snippet))
     if (line.rfind("// expect: ", 0) == 0) expected.push_back(line.substr(11));
   if (expected.empty()) {
     std::cerr << snippet << " needs at least one '// expect: <message>' line\n";
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
   }
   const auto name = snippet.substr(snippet.find_last_of('/') + 1);
   const auto stem = name.substr(0, name.find('.'));  // as CMake's NAME_WE, which unity.cmake uses
-  std::vector<std::string> lines = read_lines(argv[1]);
+  std::vector<std::string> lines = read_lines(log);
   for (auto& line : lines) erase_all(line, "unity_" + stem + "::");
 
   std::vector<diagnostic> owned;
