@@ -116,6 +116,14 @@ foreach(case_and_message IN ITEMS "first|" "second|"
     set_tests_properties(compile_fail_check.${check_case} PROPERTIES PASS_REGULAR_EXPRESSION "${message}")
   endif()
 endforeach()
+add_test(NAME compile_fail_check.unreadable_log COMMAND mixprec_compile_fail_check missing.log first.cpp
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail_check)
+add_test(NAME compile_fail_check.bad_argument COMMAND mixprec_compile_fail_check together.log first.cpp together
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/compile_fail_check)
+set_tests_properties(compile_fail_check.unreadable_log PROPERTIES LABELS "compile_fail"
+                     PASS_REGULAR_EXPRESSION "compile_fail_check: cannot read missing.log")
+set_tests_properties(compile_fail_check.bad_argument PROPERTIES LABELS "compile_fail"
+                     PASS_REGULAR_EXPRESSION "usage: compile_fail_check <diagnostics.log> <snippet.cpp> .alone.")
 list(JOIN compile_fail_sources "|" compile_fail_list)
 add_test(NAME compile_fail.controls
   COMMAND ${CMAKE_COMMAND} -DCOMPILER=${CMAKE_CXX_COMPILER} -DFLAGS=${check_flags} "-DSOURCES=${compile_fail_list}"
