@@ -179,7 +179,8 @@ nlohmann::ordered_json serialize(const any& initializer) {
 
 /// An initializer from its Keras form: a serialized object or a name ("glorot_uniform",
 /// "zeros", "he_normal", ...). Unknown classes and settings are std::invalid_argument.
-inline any get(const nlohmann::json& identifier) {
+template <class Deferred = void>
+any get(const nlohmann::json& identifier) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> names{{
       {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_uniform", "HeUniform"},
       {"he_normal", "HeNormal"}, {"random_normal", "RandomNormal"}, {"random_uniform", "RandomUniform"},

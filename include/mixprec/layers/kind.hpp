@@ -199,7 +199,8 @@ template <class Deferred = void>
 nlohmann::ordered_json regularizer_config(const std::optional<regularizers::any>& regularizer) {
   return regularizer ? regularizers::serialize(*regularizer) : nlohmann::ordered_json(nullptr);
 }
-inline std::optional<regularizers::any> read_regularizer(config_reader& read, const char* key) {
+template <class Deferred = void>
+std::optional<regularizers::any> read_regularizer(config_reader& read, const char* key) {
   if (!read.has(key)) {
     read.skip(key);
     return std::nullopt;
@@ -210,7 +211,8 @@ inline std::optional<regularizers::any> read_regularizer(config_reader& read, co
     read.fail("`" + std::string(key) + "`: " + error.what());
   }
 }
-inline initializers::any read_initializer(config_reader& read, const char* key, initializers::any fallback) {
+template <class Deferred = void>
+initializers::any read_initializer(config_reader& read, const char* key, initializers::any fallback) {
   if (!read.has(key)) {
     read.skip(key);
     return fallback;
@@ -221,7 +223,8 @@ inline initializers::any read_initializer(config_reader& read, const char* key, 
     read.fail("`" + std::string(key) + "`: " + error.what());
   }
 }
-inline kernels::activation read_activation(config_reader& read, const char* key = "activation") {
+template <class Deferred = void>
+kernels::activation read_activation(config_reader& read, const char* key = "activation") {
   if (!read.has(key)) {
     read.skip(key);
     return kernels::activation::linear;
@@ -245,7 +248,8 @@ void write_weight_settings(const weight_settings& w, Json& config) {
   config["kernel_constraint"] = nullptr;
   config["bias_constraint"] = nullptr;
 }
-inline weight_settings read_weight_settings(config_reader& read) {
+template <class Deferred = void>
+weight_settings read_weight_settings(config_reader& read) {
   weight_settings w;
   w.kernel_initializer = read_initializer(read, "kernel_initializer", initializers::glorot_uniform{});
   w.bias_initializer = read_initializer(read, "bias_initializer", initializers::zeros{});

@@ -90,7 +90,8 @@ nlohmann::ordered_json serialize(const any& regularizer) {
 
 /// A regularizer from its Keras form: a serialized object or a name ("l1", "l2", "l1_l2", with
 /// Keras' default factor 0.01).
-inline any get(const nlohmann::json& identifier) {
+template <class Deferred = void>
+any get(const nlohmann::json& identifier) {
   mixprec::detail::check_json_depth(identifier, "The regularizer config");
   std::string class_name;
   nlohmann::json config = nlohmann::json::object();

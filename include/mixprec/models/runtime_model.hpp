@@ -53,29 +53,35 @@ namespace mixprec {
 /// policy name, a DTypePolicy, a serialized policy, or null (the model's default).
 namespace layer_configs {
 
-inline nlohmann::json layer(std::string_view class_name, nlohmann::json config, const nlohmann::json& dtype,
-                            std::string_view name) {
+template <class Deferred = void>
+nlohmann::json layer(std::string_view class_name, nlohmann::json config, const nlohmann::json& dtype,
+                     std::string_view name) {
   if (!dtype.is_null()) config["dtype"] = dtype;
   if (!name.empty()) config["name"] = name;
   return {{"class_name", class_name}, {"config", std::move(config)}};
 }
-inline nlohmann::json dense(std::size_t units, std::string_view activation = "linear", const nlohmann::json& dtype = {},
-                            std::string_view name = {}, bool use_bias = true) {
+template <class Deferred = void>
+nlohmann::json dense(std::size_t units, std::string_view activation = "linear", const nlohmann::json& dtype = {},
+                     std::string_view name = {}, bool use_bias = true) {
   return layer("Dense", {{"units", units}, {"activation", activation}, {"use_bias", use_bias}}, dtype, name);
 }
-inline nlohmann::json activation(std::string_view activation, const nlohmann::json& dtype = {}, std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json activation(std::string_view activation, const nlohmann::json& dtype = {}, std::string_view name = {}) {
   return layer("Activation", {{"activation", activation}}, dtype, name);
 }
-inline nlohmann::json softmax(const nlohmann::json& dtype = {}, std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json softmax(const nlohmann::json& dtype = {}, std::string_view name = {}) {
   return layer("Softmax", {{"axis", -1}}, dtype, name);
 }
-inline nlohmann::json flatten(const nlohmann::json& dtype = {}, std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json flatten(const nlohmann::json& dtype = {}, std::string_view name = {}) {
   return layer("Flatten", nlohmann::json::object(), dtype, name);
 }
-inline nlohmann::json conv2d(std::size_t filters, std::size_t kernel_height, std::size_t kernel_width,
-                             std::string_view activation = "linear", std::string_view padding = "valid",
-                             std::size_t stride_height = 1, std::size_t stride_width = 1,
-                             const nlohmann::json& dtype = {}, std::string_view name = {}, bool use_bias = true) {
+template <class Deferred = void>
+nlohmann::json conv2d(std::size_t filters, std::size_t kernel_height, std::size_t kernel_width,
+                      std::string_view activation = "linear", std::string_view padding = "valid",
+                      std::size_t stride_height = 1, std::size_t stride_width = 1,
+                      const nlohmann::json& dtype = {}, std::string_view name = {}, bool use_bias = true) {
   return layer("Conv2D",
                {{"filters", filters},
                 {"kernel_size", {kernel_height, kernel_width}},
@@ -85,17 +91,20 @@ inline nlohmann::json conv2d(std::size_t filters, std::size_t kernel_height, std
                 {"use_bias", use_bias}},
                dtype, name);
 }
-inline nlohmann::json max_pooling2d(std::size_t pool_height = 2, std::size_t pool_width = 2,
-                                    std::string_view padding = "valid", const nlohmann::json& dtype = {},
-                                    std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json max_pooling2d(std::size_t pool_height = 2, std::size_t pool_width = 2,
+                             std::string_view padding = "valid", const nlohmann::json& dtype = {},
+                             std::string_view name = {}) {
   return layer("MaxPooling2D", {{"pool_size", {pool_height, pool_width}}, {"strides", nullptr}, {"padding", padding}},
                dtype, name);
 }
-inline nlohmann::json batch_normalization(double momentum = 0.99, double epsilon = 1e-3,
-                                          const nlohmann::json& dtype = {}, std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json batch_normalization(double momentum = 0.99, double epsilon = 1e-3,
+                                   const nlohmann::json& dtype = {}, std::string_view name = {}) {
   return layer("BatchNormalization", {{"axis", -1}, {"momentum", momentum}, {"epsilon", epsilon}}, dtype, name);
 }
-inline nlohmann::json dropout(double rate, const nlohmann::json& dtype = {}, std::string_view name = {}) {
+template <class Deferred = void>
+nlohmann::json dropout(double rate, const nlohmann::json& dtype = {}, std::string_view name = {}) {
   return layer("Dropout", {{"rate", rate}}, dtype, name);
 }
 
@@ -236,6 +245,7 @@ class RuntimeModel {
   }
 
   /// Keras 3's Sequential config; from_config(get_config()) rebuilds the same model.
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const auto& l : layers_) layers.push_back(detail::keras_layer_entry(l->class_name(), l->config()));
@@ -402,7 +412,9 @@ class RuntimeModel {
       for (auto& w : l->weights("")) all.push_back(std::move(w));
     return all;
   }
+  template <class Deferred = void>
   void save_weights(const std::string& file) { mixprec::save_weights(weights(), file); }
+  template <class Deferred = void>
   void load_weights(const std::string& file) { mixprec::load_weights(weights(), file); }
 
   /// Keras' model.quantize(mode): every layer with a quantized form (Dense) is quantized and
@@ -433,6 +445,7 @@ class RuntimeModel {
 
   /// A Keras batch shape under `key` ([null, d1, ...]: a batch size or null, then positive
   /// extents), without the batch; nothing when the key is absent or null.
+  template <class Deferred = void>
   static std::optional<std::vector<std::size_t>> read_batch_shape(detail::config_reader& read, const char* key) {
     if (!read.has(key)) {
       read.skip(key);
@@ -452,12 +465,14 @@ class RuntimeModel {
     return shape;
   }
   /// A layer's "batch_shape" (Keras 3) or "batch_input_shape" (tf.keras 2), both checked.
+  template <class Deferred = void>
   static std::optional<std::vector<std::size_t>> read_layer_batch_shape(detail::config_reader& read) {
     std::optional<std::vector<std::size_t>> keras3 = read_batch_shape(read, "batch_shape");
     std::optional<std::vector<std::size_t>> tf2 = read_batch_shape(read, "batch_input_shape");
     return keras3 ? keras3 : tf2;
   }
   /// The input shape an InputLayer gives; its other settings must be the ones mixprec supports.
+  template <class Deferred = void>
   static std::vector<std::size_t> read_input_layer(const nlohmann::json& layer) {
     const nlohmann::json& config = layer.contains("config") ? layer["config"] : nlohmann::json::object();
     detail::config_reader read(config, model_errors + ": the InputLayer");
@@ -524,6 +539,7 @@ class RuntimeModel {
     output_shape_ = shape;
   }
 
+  template <class Deferred = void>
   DTypePolicy policy_for(const nlohmann::json& config, const detail::layer_site& site,
                          const std::optional<DTypePolicyMap>& policies) const {
     const auto it = config.find("dtype");

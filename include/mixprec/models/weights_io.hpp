@@ -88,7 +88,8 @@ inline std::size_t dtype_size(std::string_view dtype) {
 }
 
 /// The checksum of a JSON value's compact text, keys sorted (as nlohmann::json keeps them).
-inline std::string json_checksum(const nlohmann::json& value) {
+template <class Deferred = void>
+std::string json_checksum(const nlohmann::json& value) {
   const std::string text = value.dump();
   return hex64(fnv1a64(std::as_bytes(std::span(text))));
 }
@@ -127,16 +128,18 @@ std::function<void(std::string_view, std::span<const std::byte>)> loader(std::si
 
 /// The member `key` of `object`, a part of the header that messages call `owner` ("the header",
 /// "weight 'dense/kernel'"); one that is missing is an error.
-inline const nlohmann::json& header_member(const nlohmann::json& object, const char* key, const std::string& file,
-                                           const std::string& owner) {
+template <class Deferred = void>
+const nlohmann::json& header_member(const nlohmann::json& object, const char* key, const std::string& file,
+                                    const std::string& owner) {
   const auto it = object.find(key);
   if (it == object.end()) bad_weights_file(file, owner + " has no \"" + key + "\".");
   return *it;
 }
 
 /// A member that must have the JSON type `type` (a string, an array, an object).
-inline const nlohmann::json& header_member(const nlohmann::json& object, const char* key, nlohmann::json::value_t type,
-                                           const std::string& file, const std::string& owner) {
+template <class Deferred = void>
+const nlohmann::json& header_member(const nlohmann::json& object, const char* key, nlohmann::json::value_t type,
+                                    const std::string& file, const std::string& owner) {
   const nlohmann::json& value = header_member(object, key, file, owner);
   if (value.type() != type)
     bad_weights_file(file, owner + ": \"" + key + "\" must be a JSON " + nlohmann::json(type).type_name() + "; it is " +
@@ -145,27 +148,31 @@ inline const nlohmann::json& header_member(const nlohmann::json& object, const c
 }
 
 /// A value that must be a non-negative integer written as one (not 0.5, -1 or 1e300).
-inline std::size_t header_count(const nlohmann::json& value, const std::string& file, const std::string& what) {
+template <class Deferred = void>
+std::size_t header_count(const nlohmann::json& value, const std::string& file, const std::string& what) {
   if (!value.is_number_unsigned() || value.get<std::uint64_t>() > std::numeric_limits<std::size_t>::max())
     bad_weights_file(file, what + " must be a non-negative integer; it is " + shown(value) + ".");
   return value.get<std::size_t>();
 }
 
-inline std::size_t header_count(const nlohmann::json& object, const char* key, const std::string& file,
-                                const std::string& owner) {
+template <class Deferred = void>
+std::size_t header_count(const nlohmann::json& object, const char* key, const std::string& file,
+                         const std::string& owner) {
   return header_count(header_member(object, key, file, owner), file, owner + ": \"" + key + "\"");
 }
 
-inline const std::string& header_string(const nlohmann::json& object, const char* key, const std::string& file,
-                                        const std::string& owner) {
+template <class Deferred = void>
+const std::string& header_string(const nlohmann::json& object, const char* key, const std::string& file,
+                                 const std::string& owner) {
   return header_member(object, key, nlohmann::json::value_t::string, file, owner).get_ref<const std::string&>();
 }
 
 }  // namespace detail
 
 /// Writes the weights to `file` (replacing it); `training`, if not null, goes into the header.
-inline void save_weights(const std::vector<weight_handle>& weights, const std::string& file,
-                         const nlohmann::ordered_json& training = nullptr) {
+template <class Deferred = void>
+void save_weights(const std::vector<weight_handle>& weights, const std::string& file,
+                  const nlohmann::ordered_json& training = nullptr) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   std::size_t offset = 0;
   for (const auto& w : weights) {
@@ -255,8 +262,9 @@ using training_state_loader = std::function<training_state(const nlohmann::json&
 
 /// Reads `file` into the weights; all or nothing (see the format above). Without a
 /// training_state_loader, a checkpoint's optimizer state is skipped (its weights load alone).
-inline void load_weights(std::vector<weight_handle> weights, const std::string& file,
-                         const training_state_loader& load_training = nullptr) {
+template <class Deferred = void>
+void load_weights(std::vector<weight_handle> weights, const std::string& file,
+                  const training_state_loader& load_training = nullptr) {
   const std::vector<char> content = detail::read_weights_file(file);
   if (content.size() < 16 || std::string_view(content.data(), 8) != detail::weights_magic)
     detail::bad_weights_file(file, "it is not a mixprec weights file (bad magic or shorter than 16 bytes).");

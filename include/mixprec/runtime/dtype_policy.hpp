@@ -90,8 +90,11 @@ class DTypePolicy {
   }
 
   /// Keras' get_config: {"name": ...}, or {"mode", "source_name"[, "amax_history_length"]}.
+  // (Templates only so that a TU compiles their JSON code only where it calls them.)
+  template <class Deferred = void>
   nlohmann::json get_config() const;
   /// The inverse of get_config; a null name or source_name means the global policy.
+  template <class Deferred = void>
   static DTypePolicy from_config(const nlohmann::json& config);
 
   /// Calls f with a value of the compile-time policy type this policy stands for, e.g.
@@ -256,7 +259,8 @@ decltype(auto) DTypePolicy::visit(F&& f) const {
   }(detail::visitable_policies{});
 }
 
-inline nlohmann::json DTypePolicy::get_config() const {
+template <class Deferred>
+nlohmann::json DTypePolicy::get_config() const {
   if (!quantization_mode()) return {{"name", name()}};
   nlohmann::json config = {{"mode", descriptor().mode}, {"source_name", descriptor().source_name}};
   if (auto length = amax_history_length()) config["amax_history_length"] = *length;
@@ -265,13 +269,15 @@ inline nlohmann::json DTypePolicy::get_config() const {
 
 namespace detail {
 
-inline std::invalid_argument bad_config(const nlohmann::json& config, std::string_view why) {
+template <class Deferred = void>
+std::invalid_argument bad_config(const nlohmann::json& config, std::string_view why) {
   return std::invalid_argument("Invalid DTypePolicy config " + shown(config) + ": " +
                                std::string(why));
 }
 
 /// A string member, or nullopt when it is absent or null (Keras: use the global policy).
-inline std::optional<std::string_view> optional_string(const nlohmann::json& config, const char* key) {
+template <class Deferred = void>
+std::optional<std::string_view> optional_string(const nlohmann::json& config, const char* key) {
   const auto it = config.find(key);
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) throw bad_config(config, "'" + std::string(key) + "' must be a string.");
@@ -280,7 +286,8 @@ inline std::optional<std::string_view> optional_string(const nlohmann::json& con
 
 }  // namespace detail
 
-inline DTypePolicy DTypePolicy::from_config(const nlohmann::json& config) {
+template <class Deferred>
+DTypePolicy DTypePolicy::from_config(const nlohmann::json& config) {
   detail::check_json_depth(config, "The DTypePolicy config");
   if (!config.is_object()) throw detail::bad_config(config, "a config is a JSON object.");
   const bool quantized = config.contains("mode");

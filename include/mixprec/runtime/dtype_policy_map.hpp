@@ -52,6 +52,7 @@ class DTypePolicyMap {
     insert(key, [&] { return interpret(key, [&] { return dtype_policies::get(policy); }, detail::quote_for_message(policy)); });
   }
   void set(std::string_view key, const char* policy) { set(key, std::string_view(policy)); }
+  template <class Deferred = void>
   void set(std::string_view key, const nlohmann::json& policy) {
     insert(key, [&] { return interpret(key, [&] { return dtype_policies::get(policy); }, detail::shown(policy)); });
   }

@@ -54,6 +54,7 @@ class LossScaleArgument {
 
   bool is_auto() const { return !scale_ && identifier_.is_string() && identifier_.get<std::string>() == "auto"; }
   /// The loss scale it names (not for "auto").
+  template <class Deferred = void>
   std::optional<LossScale> resolve() const { return scale_ ? scale_ : get(identifier_); }
 
  private:
@@ -63,6 +64,7 @@ class LossScaleArgument {
 
 class Policy {
  public:
+  template <class Deferred = void>
   explicit Policy(std::string_view name, const LossScaleArgument& loss_scale = "auto")
       : policy_(name), using_default_(loss_scale.is_auto()) {
     if (using_default_) {
@@ -95,6 +97,7 @@ class Policy {
     if (!using_default_) config["loss_scale"] = loss_scale_ ? nlohmann::ordered_json(experimental::serialize(*loss_scale_)) : nullptr;
     return config;
   }
+  template <class Deferred = void>
   static Policy from_config(const nlohmann::json& config) {
     mixprec::detail::check_json_depth(config, "The Policy config");
     if (!config.is_object() || !config.contains("name") || !config["name"].is_string())

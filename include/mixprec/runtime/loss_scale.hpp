@@ -191,7 +191,8 @@ nlohmann::ordered_json serialize(const LossScale& scale) {
 /// tf.keras' loss_scale identifiers: a number -> FixedLossScale; "dynamic" -> DynamicLossScale();
 /// null -> none; a serialized loss scale. Anything else: "Could not interpret loss scale
 /// identifier: <x>".
-inline std::optional<LossScale> get(const nlohmann::json& identifier) {
+template <class Deferred = void>
+std::optional<LossScale> get(const nlohmann::json& identifier) {
   const auto bad = [&] {
     return std::invalid_argument("Could not interpret loss scale identifier: " + mixprec::detail::shown(identifier) +
                                  ". Accepted: a number (FixedLossScale), \"dynamic\" (DynamicLossScale), null (no loss "

@@ -19,7 +19,8 @@
 namespace mixprec::dtype_policies {
 
 /// {"module": ..., "class_name": ..., "config": get_config(), "registered_name": null}
-inline nlohmann::json serialize(const DTypePolicy& policy) {
+template <class Deferred = void>
+nlohmann::json serialize(const DTypePolicy& policy) {
   const bool quantized = policy.quantization_mode().has_value();
   return {{"module", quantized ? "keras.dtype_policies" : "keras"},
           {"class_name", policy.class_name()},
@@ -31,9 +32,11 @@ inline DTypePolicy get(std::string_view identifier) { return detail::policy_from
 inline DTypePolicy get(const char* identifier) { return get(std::string_view(identifier)); }
 inline DTypePolicy get(const std::string& identifier) { return get(std::string_view(identifier)); }
 inline DTypePolicy get(const DTypePolicy& policy) { return policy; }
+template <class Deferred = void>
 DTypePolicy get(const nlohmann::json& identifier);
 
-inline DTypePolicy deserialize(const nlohmann::json& config) {
+template <class Deferred = void>
+DTypePolicy deserialize(const nlohmann::json& config) {
   detail::check_json_depth(config, "The serialized dtype policy");
   if (config.is_string()) return get(config.get_ref<const std::string&>());  // tf.keras 2.x bare name
   if (!config.is_object() || !config.contains("class_name"))
@@ -79,7 +82,8 @@ inline DTypePolicy deserialize(const nlohmann::json& config) {
 }
 
 /// null: the global policy; a string: get(string); an object: deserialize. Nothing else.
-inline DTypePolicy get(const nlohmann::json& identifier) {
+template <class Deferred>
+DTypePolicy get(const nlohmann::json& identifier) {
   if (identifier.is_null()) return dtype_policy();
   if (identifier.is_string()) return get(identifier.get_ref<const std::string&>());
   if (identifier.is_object()) return deserialize(identifier);

@@ -174,6 +174,7 @@ class LossScaleOptimizer {
 
   /// The scale's state, for checkpoints: {"scale", "good_steps", "attempted_steps",
   /// "consecutive_skipped_steps", "consecutive_skipped_steps_at_minimum"}.
+  template <class Deferred = void>
   nlohmann::ordered_json state() const {
     return {{"scale", scale_()},
             {"good_steps", scale_.num_good_steps()},
@@ -182,6 +183,7 @@ class LossScaleOptimizer {
             {"consecutive_skipped_steps_at_minimum", skips_at_minimum_}};
   }
   /// Restores state() (after the inner optimizer's iterations have been restored).
+  template <class Deferred = void>
   void restore_state(const nlohmann::json& state) {
     mixprec::detail::config_reader c(state, "LossScaleOptimizer state");
     const double scale = c.number("scale");
@@ -215,6 +217,7 @@ class LossScaleOptimizer {
 
   /// Keras 3's config: the inner optimizer serialized, initial_scale, dynamic_growth_steps;
   /// mixprec's settings only when they are not the defaults.
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json config = {
         {"name", "loss_scale_optimizer"},
@@ -226,6 +229,7 @@ class LossScaleOptimizer {
     if (max_skips_ != 20) config["max_skipped_steps_at_minimum"] = max_skips_;
     return config;
   }
+  template <class Deferred = void>
   static LossScaleOptimizer from_config(const nlohmann::json& config) {
     mixprec::detail::check_json_depth(config, "The LossScaleOptimizer config");
     mixprec::detail::config_reader c(config, "LossScaleOptimizer");

@@ -159,6 +159,7 @@ class Loss {
                                   std::to_string(values->size()) + " values, output.shape=" + detail::shape_text(rows, cols));
   }
 
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     nlohmann::ordered_json config = {{"name", name()}, {"reduction", reduction()}};
     if (kind_ >= loss_kind::binary_crossentropy) config["from_logits"] = from_logits_;

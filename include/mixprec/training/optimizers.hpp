@@ -238,6 +238,7 @@ class Optimizer {
   }
 
   /// Keras 3's get_config.
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     auto optional = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
     nlohmann::ordered_json config = {{"name", default_names[static_cast<std::size_t>(kind_)]},
@@ -266,6 +267,7 @@ class Optimizer {
   /// From Keras 3's serialized form {"class_name": "Adam", "config": {...}} (or a bare name:
   /// "sgd", "adam", "adamw", with Keras' defaults). Settings mixprec does not implement
   /// (use_ema, gradient_accumulation_steps, ...) and unknown keys are errors, never ignored.
+  template <class Deferred = void>
   static Optimizer from_config(const nlohmann::json& serialized);
 
  protected:
@@ -472,7 +474,8 @@ struct AdamW : Optimizer {
   }
 };
 
-inline Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
+template <class Deferred>
+Optimizer Optimizer::from_config(const nlohmann::json& serialized) {
   using mixprec::detail::shown;
   mixprec::detail::check_json_depth(serialized, "The optimizer config");
   if (serialized.is_string()) {

@@ -57,6 +57,7 @@ class ExponentialDecay {
     if (staircase_) progress = std::floor(progress);
     return initial_learning_rate_ * std::pow(decay_rate_, progress);
   }
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     return {{"initial_learning_rate", initial_learning_rate_}, {"decay_steps", decay_steps_}, {"decay_rate", decay_rate_},
             {"staircase", staircase_}, {"name", "ExponentialDecay"}};
@@ -93,6 +94,7 @@ class CosineDecay {
     const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * decayed_steps / static_cast<double>(decay_steps_)));
     return start * ((1.0 - alpha_) * cosine + alpha_);
   }
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     return {{"initial_learning_rate", initial_learning_rate_},
             {"decay_steps", decay_steps_},
@@ -133,6 +135,7 @@ class LearningRate {
   bool is_schedule() const { return !std::holds_alternative<double>(rate_); }
 
   /// A float, or the schedule serialized as Keras 3 does.
+  template <class Deferred = void>
   nlohmann::ordered_json get_config() const {
     return std::visit(
         [](const auto& rate) -> nlohmann::ordered_json {
@@ -149,6 +152,7 @@ class LearningRate {
         rate_);
   }
 
+  template <class Deferred = void>
   static LearningRate from_config(const nlohmann::json& config) {
     using mixprec::detail::shown;
     mixprec::detail::check_json_depth(config, "The learning rate config");

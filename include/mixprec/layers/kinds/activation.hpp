@@ -46,6 +46,7 @@ struct activation : detail::weightless_kind {
   static void write_config(const settings& s, Json& config) {
     config["activation"] = kernels::activation_name(s.function);
   }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) { return {detail::read_activation(read)}; }
 };
 
@@ -63,6 +64,7 @@ struct softmax : activation {
   }
   template <class Json>
   static void write_config(const settings& s, Json& config) { config["axis"] = s.axis; }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.axis = read.integer("axis", -1);

@@ -184,6 +184,7 @@ struct batch_normalization {
     config["gamma_constraint"] = nullptr;
     config["synchronized"] = false;
   }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     settings s;
     if (read.has("axis") && read.raw("axis").is_array()) {  // tf.keras 2: a list of axes

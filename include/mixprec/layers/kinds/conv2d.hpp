@@ -54,6 +54,7 @@ struct window {
   }
   /// Reads the window; strides default to the window itself when `strides_default_to_size`
   /// (pooling), else to 1.
+  template <class Deferred = void>
   static window read_config(detail::config_reader& read, const char* size_key,
                             std::optional<std::pair<std::size_t, std::size_t>> size_default,
                             bool strides_default_to_size) {
@@ -176,6 +177,7 @@ struct conv2d {
     config["use_bias"] = s.use_bias;
     detail::write_weight_settings(s.weights, config);
   }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.filters = read.positive("filters");

@@ -251,6 +251,7 @@ struct dense {
     config["use_bias"] = s.use_bias;
     detail::write_weight_settings(s.weights, config);
   }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.units = read.positive("units");

@@ -84,6 +84,7 @@ struct dropout : detail::weightless_kind {
     config["seed"] = initializers::seed_config(s.seed);
     config["noise_shape"] = nullptr;
   }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     settings s;
     s.rate = read.number("rate");

@@ -55,6 +55,7 @@ struct flatten : detail::weightless_kind {
 
   template <class Json>
   static void write_config(const settings&, Json& config) { config["data_format"] = "channels_last"; }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     static constexpr std::array<std::string_view, 1> formats{"channels_last"};
     read.choice("data_format", formats);

@@ -71,6 +71,7 @@ struct max_pooling2d : detail::weightless_kind {
 
   template <class Json>
   static void write_config(const settings& s, Json& config) { s.window.write_config("pool_size", config); }
+  template <class Deferred = void>
   static settings read_config(detail::config_reader& read) {
     return {window::read_config(read, "pool_size", std::pair<std::size_t, std::size_t>{2, 2}, true)};
   }

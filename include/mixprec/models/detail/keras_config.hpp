@@ -22,16 +22,18 @@ inline std::string first_free_name(const std::string& base, const std::set<std::
 }
 
 /// A layer's entry in the config's "layers".
-inline nlohmann::ordered_json keras_layer_entry(std::string_view class_name, nlohmann::ordered_json config) {
+template <class Deferred = void>
+nlohmann::ordered_json keras_layer_entry(std::string_view class_name, nlohmann::ordered_json config) {
   return {{"module", "keras.layers"}, {"class_name", class_name}, {"config", std::move(config)}};
 }
 
 /// The model's config: its dtype policy (serialized, as Keras writes a model's; null: none to
 /// write), an InputLayer of the input's dtype and shape past the batch axis (which the config
 /// writes null), then the layers' entries.
-inline nlohmann::ordered_json sequential_config(std::string name, const nlohmann::ordered_json& model_dtype,
-                                                std::span<const std::size_t> input_shape, std::string_view input_dtype,
-                                                nlohmann::ordered_json layers) {
+template <class Deferred = void>
+nlohmann::ordered_json sequential_config(std::string name, const nlohmann::ordered_json& model_dtype,
+                                         std::span<const std::size_t> input_shape, std::string_view input_dtype,
+                                         nlohmann::ordered_json layers) {
   nlohmann::ordered_json batch_shape = nlohmann::ordered_json::array({nullptr});
   for (std::size_t e : input_shape) batch_shape.push_back(e);
   const nlohmann::ordered_json input_layer = {

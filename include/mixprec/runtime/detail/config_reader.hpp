@@ -23,9 +23,13 @@
 
 namespace mixprec::detail {
 
-class config_reader {
+/// A template only so that a TU that reads no config does not compile the readers' JSON code (a
+/// non-template class's inline members instantiate what they call, called or not); use
+/// `config_reader`.
+template <class Deferred = void>
+class basic_config_reader {
  public:
-  config_reader(const nlohmann::json& config, std::string owner) : config_(config), owner_(std::move(owner)) {
+  basic_config_reader(const nlohmann::json& config, std::string owner) : config_(config), owner_(std::move(owner)) {
     if (!config.is_object()) fail("its config must be an object. Received: " + shown(config));
   }
 
@@ -157,5 +161,7 @@ class config_reader {
   std::string owner_;
   std::set<std::string> read_;
 };
+
+using config_reader = basic_config_reader<>;
 
 }  // namespace mixprec::detail
